@@ -1,0 +1,114 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// An Advisory is something legal but worth saying once at startup.
+type Advisory struct {
+	Path    string
+	Message string
+}
+
+func (a Advisory) String() string {
+	if a.Path == "" {
+		return a.Message
+	}
+	return a.Path + ": " + a.Message
+}
+
+// SystemVariables are bound into every render after the user's own, so a
+// user extraction into one of these names is read and discarded.
+var SystemVariables = []string{
+	"proxy_name", "mock_name", "doppel_version", "request_id",
+	"method", "path", "host", "peer_ip", "real_ip",
+}
+
+// Advisories lists what serve logs once at startup about a valid document.
+// Computing them is pure; logging them is the caller's job.
+func Advisories(d *Document) []Advisory {
+	var as []Advisory
+	add := func(path, format string, args ...any) {
+		as = append(as, Advisory{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	if d.Server.Port != 0 && d.Server.Port < 1024 {
+		add("server.port", "port %d is below 1024; binding it usually needs elevated privilege", d.Server.Port)
+	}
+	if *d.Admin.Enable && d.Admin.Port != 0 && d.Admin.Port < 1024 {
+		add("admin.port", "port %d is below 1024; binding it usually needs elevated privilege", d.Admin.Port)
+	}
+	a := &d.Admin
+	explicitPublic := a.Public != nil && *a.Public
+	if explicitPublic {
+		add("admin.public", "admin.public is true: the whole admin API is served unauthenticated, including the actions that rewrite the proxy set")
+	} else if a.IsPublic() {
+		add("admin.groups", "admin.groups is [], which names nobody: it is read as admin.public: true and the whole admin API is served unauthenticated")
+	}
+	if a.IsPublic() {
+		var ignored []string
+		if !accessIsDefault(&a.Access) {
+			ignored = append(ignored, "admin.access")
+		}
+		if explicitPublic && !(len(a.Groups) == 1 && a.Groups[0] == AnyGroup) {
+			ignored = append(ignored, "admin.groups")
+		}
+		for i, p := range d.Proxies {
+			if p.Access != nil {
+				ignored = append(ignored, fmt.Sprintf("proxies[%d].access", i))
+			}
+		}
+		if len(ignored) > 0 {
+			verb := "are"
+			if len(ignored) == 1 {
+				verb = "is"
+			}
+			add("", "%s %s ignored while the admin API is public; every action answers as `public` regardless",
+				strings.Join(ignored, ", "), verb)
+		}
+	}
+	for i, p := range d.Proxies {
+		at := fmt.Sprintf("proxies[%d]", i)
+		if p.URL.HasCredentials() {
+			add(at+".url", "the upstream URL carries credentials; they are part of the proxy document the admin API returns to anyone who may read it")
+		}
+		if p.Resolve.Type == ResolveDefault && p.Resolve.Header != "" {
+			add(at+".resolve.header", "ignored: the proxy is the default, so no header selects it")
+		}
+		for j, m := range p.Mocks {
+			for _, src := range []struct {
+				key  string
+				vars []string
+			}{
+				{"headers", sortedKeys(m.Request.Headers)},
+				{"query", sortedKeys(m.Request.Query)},
+				{"body", sortedKeys(m.Request.Body)},
+			} {
+				for _, v := range src.vars {
+					if slices.Contains(SystemVariables, v) {
+						add(fmt.Sprintf("%s.mocks[%d].request.%s.%s", at, j, src.key, v),
+							"%s is a system variable; the value extracted into it is discarded", quote(v))
+					}
+				}
+			}
+			for _, g := range m.Request.URL.Groups() {
+				if slices.Contains(SystemVariables, g) {
+					add(fmt.Sprintf("%s.mocks[%d].request.url", at, j),
+						"capture group %s is a system variable; the value captured into it is discarded", quote(g))
+				}
+			}
+		}
+	}
+	return as
+}
+
+func accessIsDefault(a *Access) bool {
+	def := AdminSubjects()
+	for _, act := range a.Actions() {
+		if act.Subjects != nil && (act.Subjects.Public || !slices.Equal(act.Subjects.Names, def.Names)) {
+			return false
+		}
+	}
+	return true
+}

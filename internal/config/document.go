@@ -1,0 +1,304 @@
+package config
+
+// The document model: what the user wrote, in the user's words. Struct tags
+// drive three things at once: `yaml` names the key, `required` makes it
+// mandatory, and `doc` is its description in the JSON Schema.
+//
+// Optional settings whose default is not the zero value are pointers while
+// the document is decoded, so absence can be told from an explicit value;
+// Normalize fills every default in, after which none of them is nil.
+
+// Document is one whole configuration.
+type Document struct {
+	Server    Server     `yaml:"server" required:"true" doc:"Where the proxy listens for the traffic being forwarded or mocked."`
+	Admin     Admin      `yaml:"admin" required:"true" doc:"The admin API's listener, its tokens, and who may do what."`
+	Proxies   []Proxy    `yaml:"proxies" doc:"The proxies this instance serves, in the order they are tried. May be empty or left out: requests are then answered 503 NO_PROXIES_CONFIGURED."`
+	Logging   Logging    `yaml:"logging" doc:"Log level and output format."`
+	Control   Control    `yaml:"control" doc:"The Unix socket that doppel config reload and doppel token add talk to."`
+	Templates Templates  `yaml:"templates" doc:"Where mock template files are read from and uploaded to."`
+	Sentry    *Sentry    `yaml:"sentry,omitempty" doc:"Optional error reporting. Absent, or an empty DSN, disables it."`
+}
+
+// Server is the proxy listener.
+type Server struct {
+	Host        Host         `yaml:"host" required:"true" doc:"The IP address the proxy listener binds (not a hostname)."`
+	Port        Port         `yaml:"port" required:"true" doc:"The TCP port proxied traffic arrives on. Must differ from admin.port."`
+	ExternalURL *ExternalURL `yaml:"external_url,omitempty" doc:"Where clients reach this Doppel, when that is not host:port (behind a port mapping or an ingress). Used to rewrite redirects and body URLs. DOPPEL_EXTERNAL_URL overrides it."`
+}
+
+// Admin is the admin listener and its access policy.
+type Admin struct {
+	Enable    *bool          `yaml:"enable" doc:"Whether to run the admin listener at all. Defaults to true; false binds nothing, leaving the control socket as the only way in."`
+	Dashboard *bool          `yaml:"dashboard" doc:"Serve the browser dashboard from the admin listener's root. Defaults to true."`
+	Title     Title          `yaml:"title" doc:"The heading the dashboard shows and the browser tab's name. Defaults to Doppel."`
+	Host      Host           `yaml:"host" required:"true" doc:"The IP address the admin listener binds (not a hostname)."`
+	Port      Port           `yaml:"port" required:"true" doc:"The TCP port of the admin API. Must differ from server.port."`
+	Public    *bool          `yaml:"public" doc:"Serve the whole admin API unauthenticated. Defaults to false; true overrides access and groups."`
+	Groups    []AllowedGroup `yaml:"groups" doc:"Which names access lists may use, here and in a proxy's overrides. Defaults to [\"*\"] (any); [] names nobody and is read as public: true. admin and public are always allowed."`
+	Auth      Auth           `yaml:"auth" doc:"Which header carries the bearer token."`
+	Tokens    []TokenEntry   `yaml:"tokens" doc:"The tokens that may call the admin API. Names and token values are each unique. DOPPEL_ADMIN_TOKENS can supply more."`
+	Access    Access         `yaml:"access" doc:"Who may perform each admin action. Every action defaults to the admin group, reads included."`
+	Upload    Upload         `yaml:"upload" doc:"Bounds an uploaded template file."`
+}
+
+// Auth names the header a caller presents its token in.
+type Auth struct {
+	Header HeaderName `yaml:"header" doc:"The header carrying Bearer <token>. Defaults to X-Proxy-Authorization."`
+}
+
+// DefaultAuthHeader is where tokens are read from unless configured.
+const DefaultAuthHeader HeaderName = "X-Proxy-Authorization"
+
+// TokenEntry is one configured admin token.
+type TokenEntry struct {
+	Name  Name  `yaml:"name" required:"true" doc:"What access lists and logs call this token. Never the secret itself."`
+	Group Name  `yaml:"group" required:"true" doc:"The group it belongs to. admin and user are predefined; any other name is a group once a token carries it."`
+	Token Token `yaml:"token" required:"true" doc:"The secret the caller sends: printable ASCII without spaces, 32 to 255 characters. A UUID v4 is the recommended shape."`
+}
+
+// Access maps each of the six admin actions to who may perform it.
+type Access struct {
+	List   *Subjects `yaml:"list" doc:"List the proxies. A listing exposes upstream URLs and injected headers."`
+	Read   *Subjects `yaml:"read" doc:"Read one proxy document, credentials in its url included."`
+	Create *Subjects `yaml:"create" doc:"Add a proxy. May not be public (rule V34) unless admin.public is true."`
+	Update *Subjects `yaml:"update" doc:"Replace a proxy, and reload the configuration. May not be public (rule V34) unless admin.public is true."`
+	Delete *Subjects `yaml:"delete" doc:"Remove a proxy. May not be public (rule V34) unless admin.public is true."`
+	Upload *Subjects `yaml:"upload" doc:"Upload or delete a template file. May not be public (rule V34) unless admin.public is true."`
+}
+
+// Upload bounds template uploads.
+type Upload struct {
+	Limit ByteSize `yaml:"limit" doc:"Largest template file the admin API accepts; larger is 413. Defaults to 1Mi."`
+}
+
+// Logging sets the level and format of log lines.
+type Logging struct {
+	Level  LogLevel  `yaml:"level" doc:"The lowest level logged. Defaults to info; DOPPEL_LOG overrides it when set and not blank."`
+	Format LogFormat `yaml:"format" doc:"json for machines, text for a terminal. Defaults to json."`
+}
+
+// Control is the control socket.
+type Control struct {
+	Socket Path `yaml:"socket" doc:"Path of the control socket, created with mode 0600 and removed on shutdown; its parent directory must exist. Defaults to /tmp/doppel.sock."`
+}
+
+// Templates locates template files.
+type Templates struct {
+	Dir Path `yaml:"dir" doc:"Directory holding mock template files, one subdirectory per proxy; created at startup. Defaults to ./templates."`
+}
+
+// Sentry configures error reporting.
+type Sentry struct {
+	DSN string `yaml:"dsn" doc:"The Sentry DSN to report to; empty disables reporting. DOPPEL_SENTRY_DSN overrides it."`
+}
+
+// Proxy is one upstream and everything done on the way to it.
+type Proxy struct {
+	Name             ProxyName                  `yaml:"name" required:"true" doc:"Names this proxy in resolution headers, metrics, logs and as its template subdirectory. Unique."`
+	Type             ProxyKind                  `yaml:"type" required:"true" doc:"What it forwards. http is the only value."`
+	URL              UpstreamURL                `yaml:"url" required:"true" doc:"The upstream base: an absolute http or https URL without query or fragment. A request path is appended under it and can never escape it."`
+	Timeout          Timeout                    `yaml:"timeout" doc:"Bounds the whole upstream exchange, in whole seconds; exceeding it is 504 UPSTREAM_TIMEOUT. Defaults to 30."`
+	BodyLimit        ByteSize                   `yaml:"body_limit" doc:"Bounds what is buffered: a request body a matched mock extracts from, and a response body whose URLs are rewritten. Defaults to 1Mi."`
+	Resolve          Resolve                    `yaml:"resolve" doc:"How a request is matched to this proxy: as the default, or by a header naming it. Defaults to {type: default}."`
+	Access           *ProxyAccess               `yaml:"access,omitempty" doc:"Overrides admin.access for this proxy alone (read, update, delete, upload only)."`
+	Headers          map[HeaderName]HeaderValue `yaml:"headers,omitempty" doc:"Headers injected into every forwarded request, overriding the client's of the same name."`
+	Loss             *Loss                      `yaml:"loss,omitempty" doc:"Drops a share of requests with a chosen status. Not applied to a request a mock answered."`
+	Latency          *Latency                   `yaml:"latency,omitempty" doc:"Makes a share of requests take a chosen time. Applies to mocked answers too; a mock may override it."`
+	Replace          *Ratio                     `yaml:"replace" doc:"The share of matching requests a mock actually answers; the rest go upstream. Defaults to 1.0."`
+	RewriteRedirects *bool                      `yaml:"rewrite_redirects" doc:"Point a redirect into this proxy's upstream back at Doppel. Defaults to true."`
+	RewriteURLs      *bool                      `yaml:"rewrite_urls" doc:"Rewrite the upstream's own address to Doppel's in text bodies. Defaults to true."`
+	Mocks            []Mock                     `yaml:"mocks,omitempty" doc:"Mocks in the order they are tried; the first match wins."`
+}
+
+// Resolve says how requests reach a proxy.
+type Resolve struct {
+	Type   ResolveKind `yaml:"type" doc:"default takes anything unclaimed; header takes requests naming this proxy in header."`
+	Header HeaderName  `yaml:"header,omitempty" doc:"The header carrying the proxy's name. Required when type is header."`
+}
+
+// ProxyAccess overrides the four per-proxy actions.
+type ProxyAccess struct {
+	Read   *Subjects `yaml:"read,omitempty" doc:"Who may read this proxy's document. Absent leaves the global rule."`
+	Update *Subjects `yaml:"update,omitempty" doc:"Who may replace this proxy. Absent leaves the global rule."`
+	Delete *Subjects `yaml:"delete,omitempty" doc:"Who may remove this proxy. Absent leaves the global rule."`
+	Upload *Subjects `yaml:"upload,omitempty" doc:"Who may upload templates for this proxy. Absent leaves the global rule."`
+}
+
+// Loss drops a share of requests.
+type Loss struct {
+	Percentage Ratio  `yaml:"percentage" required:"true" doc:"The share of requests to drop, as a fraction: 0.1 is one in ten."`
+	Status     Status `yaml:"status" required:"true" doc:"The status a dropped request is answered with."`
+}
+
+// Latency delays a share of requests.
+type Latency struct {
+	Percentage Ratio   `yaml:"percentage" required:"true" doc:"The share of requests to delay, as a fraction."`
+	Min        Seconds `yaml:"min" required:"true" doc:"Lower bound of the delay in seconds. The delay is a target for the whole response: time already spent is subtracted."`
+	Max        Seconds `yaml:"max" required:"true" doc:"Upper bound of the delay in seconds. Must be at least min."`
+}
+
+// Mock answers a matching request itself.
+type Mock struct {
+	Name     Name          `yaml:"name" required:"true" doc:"Names this mock in the mock log field and the hit counter. Unique within the proxy."`
+	Request  MockRequest   `yaml:"request" required:"true" doc:"What this mock matches, and what it takes out of the request."`
+	Response MockResponse  `yaml:"response" required:"true" doc:"What it answers with."`
+	Proxy    *MockOverride `yaml:"proxy,omitempty" doc:"Per-mock overrides of the proxy's replace, loss and latency."`
+}
+
+// MockRequest matches requests and extracts variables from them.
+type MockRequest struct {
+	Method  Method                `yaml:"method" required:"true" doc:"The method this mock answers, matched exactly."`
+	URL     Pattern               `yaml:"url" required:"true" doc:"A regular expression matched against the request path, unanchored. Named capture groups become template variables."`
+	Headers map[string]HeaderName `yaml:"headers,omitempty" doc:"Variable name -> request header name."`
+	Query   map[string]Selector   `yaml:"query,omitempty" doc:"Variable name -> selector over the query string, such as .filter."`
+	Body    map[string]Selector   `yaml:"body,omitempty" doc:"Variable name -> selector over the JSON request body, such as .content.items. Makes the body buffered, up to body_limit."`
+}
+
+// MockResponse is what a mock answers with.
+type MockResponse struct {
+	Status   Status                  `yaml:"status" required:"true" doc:"The status to answer with."`
+	Body     *Template               `yaml:"body,omitempty" doc:"A template rendered and sent as text/plain. Exclusive with json and template."`
+	JSON     *Template               `yaml:"json,omitempty" doc:"A template whose output must be valid JSON, sent as application/json exactly as rendered. Exclusive with body and template."`
+	Template *TemplateName           `yaml:"template,omitempty" doc:"A template file under this proxy's template directory, read per request. Exclusive with body and json."`
+	Headers  map[HeaderName]Template `yaml:"headers,omitempty" doc:"Header name -> template producing the value."`
+}
+
+// MockOverride carries a mock's own fault settings.
+type MockOverride struct {
+	Replace *Ratio   `yaml:"replace,omitempty" doc:"Overrides the proxy's replace for requests this mock matches."`
+	Loss    *Loss    `yaml:"loss,omitempty" doc:"Drops a share of the requests this mock would answer. Never inherited from the proxy."`
+	Latency *Latency `yaml:"latency,omitempty" doc:"Replaces the proxy's latency for this mock's answers, rather than adding to it."`
+}
+
+// Defaults for the sections that may be left out.
+const (
+	DefaultLogLevel  LogLevel  = "info"
+	DefaultLogFormat LogFormat = "json"
+	DefaultSocket    Path      = "/tmp/doppel.sock"
+	DefaultTemplates Path      = "./templates"
+)
+
+// Normalize fills in every default, so that the canonical form is explicit
+// and readers never meet a nil setting. It is idempotent.
+func (d *Document) Normalize() {
+	a := &d.Admin
+	setBool(&a.Enable, true)
+	setBool(&a.Dashboard, true)
+	setBool(&a.Public, false)
+	if a.Title == "" {
+		a.Title = DefaultTitle
+	}
+	if a.Groups == nil {
+		a.Groups = []AllowedGroup{AnyGroup}
+	}
+	if a.Auth.Header == "" {
+		a.Auth.Header = DefaultAuthHeader
+	}
+	if a.Tokens == nil {
+		a.Tokens = []TokenEntry{}
+	}
+	for _, s := range []**Subjects{&a.Access.List, &a.Access.Read, &a.Access.Create, &a.Access.Update, &a.Access.Delete, &a.Access.Upload} {
+		if *s == nil {
+			def := AdminSubjects()
+			*s = &def
+		}
+	}
+	if a.Upload.Limit == 0 {
+		a.Upload.Limit = DefaultByteSize
+	}
+	if d.Proxies == nil {
+		d.Proxies = []Proxy{}
+	}
+	for i := range d.Proxies {
+		d.Proxies[i].Normalize()
+	}
+	if d.Logging.Level == "" {
+		d.Logging.Level = DefaultLogLevel
+	}
+	if d.Logging.Format == "" {
+		d.Logging.Format = DefaultLogFormat
+	}
+	if d.Control.Socket == "" {
+		d.Control.Socket = DefaultSocket
+	}
+	if d.Templates.Dir == "" {
+		d.Templates.Dir = DefaultTemplates
+	}
+	if d.Sentry != nil && d.Sentry.DSN == "" {
+		d.Sentry = nil
+	}
+}
+
+// Normalize fills in a proxy's defaults.
+func (p *Proxy) Normalize() {
+	if p.Timeout == 0 {
+		p.Timeout = DefaultTimeout
+	}
+	if p.BodyLimit == 0 {
+		p.BodyLimit = DefaultByteSize
+	}
+	if p.Resolve.Type == "" {
+		p.Resolve.Type = ResolveDefault
+	}
+	if p.Replace == nil {
+		one := Ratio(1)
+		p.Replace = &one
+	}
+	setBool(&p.RewriteRedirects, true)
+	setBool(&p.RewriteURLs, true)
+	if p.Access != nil && *p.Access == (ProxyAccess{}) {
+		p.Access = nil
+	}
+	if len(p.Headers) == 0 {
+		p.Headers = nil
+	}
+	if len(p.Mocks) == 0 {
+		p.Mocks = nil
+	}
+	for i := range p.Mocks {
+		m := &p.Mocks[i]
+		if m.Proxy != nil && *m.Proxy == (MockOverride{}) {
+			m.Proxy = nil
+		}
+	}
+}
+
+func setBool(p **bool, def bool) {
+	if *p == nil {
+		*p = &def
+	}
+}
+
+// IsPublic reports whether every admin action is public: admin.public, or
+// admin.groups written as [] (which names nobody).
+func (a *Admin) IsPublic() bool {
+	return (a.Public != nil && *a.Public) || (a.Groups != nil && len(a.Groups) == 0)
+}
+
+// Actions lists the six admin actions with their settings, in a fixed order.
+func (a *Access) Actions() []Action {
+	return []Action{
+		{"list", a.List}, {"read", a.Read}, {"create", a.Create},
+		{"update", a.Update}, {"delete", a.Delete}, {"upload", a.Upload},
+	}
+}
+
+// Actions lists the four overridable actions, absent ones included as nil.
+func (a *ProxyAccess) Actions() []Action {
+	return []Action{{"read", a.Read}, {"update", a.Update}, {"delete", a.Delete}, {"upload", a.Upload}}
+}
+
+// An Action is one admin action's name and who may perform it.
+type Action struct {
+	Name     string
+	Subjects *Subjects
+}
+
+// IsWrite reports the actions V34 keeps from being public.
+func (a Action) IsWrite() bool {
+	switch a.Name {
+	case "create", "update", "delete", "upload":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,353 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// MaxDocumentSize bounds a configuration document, as the admin API does.
+const MaxDocumentSize = 1 << 20
+
+// Load reads a document, fills in its defaults and applies the cross-field
+// rules. The error is an *Invalid listing every violation found, each with
+// its path and, where the source shows it, its line.
+func Load(src []byte) (*Document, error) {
+	root, err := parseRoot(src)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := decodeDocument(root)
+	if err != nil {
+		return nil, err
+	}
+	if vs := Validate(doc); len(vs) > 0 {
+		for i := range vs {
+			vs[i].Line = lineOfPath(root, vs[i].Path)
+		}
+		return nil, &Invalid{Violations: vs}
+	}
+	return doc, nil
+}
+
+// Parse reads a document and fills in its defaults without applying the
+// cross-field rules. Every key is checked against the model before anything
+// is decoded, so unknown keys, missing keys and bad values are all reported
+// at once rather than one per attempt.
+func Parse(src []byte) (*Document, error) {
+	root, err := parseRoot(src)
+	if err != nil {
+		return nil, err
+	}
+	return decodeDocument(root)
+}
+
+func parseRoot(src []byte) (ast.Node, error) {
+	if len(src) > MaxDocumentSize {
+		return nil, invalid(Violation{Message: fmt.Sprintf("the document is %d bytes; at most %d are read", len(src), MaxDocumentSize)})
+	}
+	file, err := parser.ParseBytes(src, 0)
+	if err != nil {
+		return nil, invalid(syntaxViolation(err))
+	}
+	var bodies []ast.Node
+	for _, d := range file.Docs {
+		if d.Body != nil {
+			bodies = append(bodies, d.Body)
+		}
+	}
+	switch {
+	case len(bodies) == 0:
+		return nil, invalid(Violation{Message: "the document is empty"})
+	case len(bodies) > 1:
+		return nil, invalid(Violation{Message: "the file holds several YAML documents; a configuration is exactly one", Line: nodeLine(bodies[1])})
+	}
+	return bodies[0], nil
+}
+
+func decodeDocument(root ast.Node) (*Document, error) {
+	if vs := check(root, reflect.TypeFor[Document]()); len(vs) > 0 {
+		return nil, &Invalid{Violations: vs}
+	}
+	var doc Document
+	if err := yaml.NodeToValue(root, &doc, yaml.DisallowUnknownField()); err != nil {
+		// check is meant to refuse everything the decoder would; this is
+		// the decoder's word for anything it still found.
+		return nil, invalid(decodeViolation(err, root))
+	}
+	doc.Normalize()
+	return &doc, nil
+}
+
+// lineOfPath finds where a rule's path is written, for the message. A rule
+// about a default that was left out has no line.
+func lineOfPath(root ast.Node, path string) int {
+	line := 0
+	ast.Walk(visitorFunc(func(n ast.Node) bool {
+		if line == 0 && nodePath(n) == path {
+			line = nodeLine(n)
+		}
+		return line == 0
+	}), root)
+	return line
+}
+
+// ParseProxy reads one proxy document (the admin API's create and update
+// bodies) and fills in its defaults.
+func ParseProxy(src []byte) (*Proxy, error) {
+	root, err := parseRoot(src)
+	if err != nil {
+		return nil, err
+	}
+	if vs := check(root, reflect.TypeFor[Proxy]()); len(vs) > 0 {
+		return nil, &Invalid{Violations: vs}
+	}
+	var p Proxy
+	if err := yaml.NodeToValue(root, &p, yaml.DisallowUnknownField()); err != nil {
+		return nil, invalid(decodeViolation(err, root))
+	}
+	p.Normalize()
+	return &p, nil
+}
+
+func invalid(v Violation) *Invalid { return &Invalid{Violations: []Violation{v}} }
+
+func syntaxViolation(err error) Violation {
+	var ye yaml.Error
+	if errors.As(err, &ye) && ye.GetToken() != nil {
+		return Violation{Message: "YAML syntax error: " + ye.GetMessage(), Line: ye.GetToken().Position.Line}
+	}
+	return Violation{Message: "YAML syntax error: " + err.Error()}
+}
+
+func decodeViolation(err error, root ast.Node) Violation {
+	var ve *valueError
+	if errors.As(err, &ve) {
+		return ve.v
+	}
+	var ye yaml.Error
+	if errors.As(err, &ye) && ye.GetToken() != nil {
+		return Violation{Path: pathOfToken(root, ye.GetToken().Position.Offset), Message: ye.GetMessage(), Line: ye.GetToken().Position.Line}
+	}
+	return Violation{Message: err.Error()}
+}
+
+// pathOfToken finds the path of the node a decoder error points at.
+func pathOfToken(root ast.Node, offset int) string {
+	var found string
+	ast.Walk(visitorFunc(func(n ast.Node) bool {
+		if tk := n.GetToken(); tk != nil && tk.Position.Offset == offset && found == "" {
+			found = nodePath(n)
+		}
+		return found == ""
+	}), root)
+	return found
+}
+
+type visitorFunc func(ast.Node) bool
+
+func (f visitorFunc) Visit(n ast.Node) ast.Visitor {
+	if f(n) {
+		return f
+	}
+	return nil
+}
+
+var (
+	nodeUnmarshaler = reflect.TypeFor[yaml.NodeUnmarshaler]()
+	headerNameType  = reflect.TypeFor[HeaderName]()
+)
+
+// unknownKeyHints explains keys that exist elsewhere or used to exist.
+var unknownKeyHints = map[string]string{
+	"server.workers": "is not a setting: the worker count is the --workers flag (DOPPEL_WORKERS)",
+	"access.list":    "cannot be overridden per proxy; a proxy's access may set only read, update, delete and upload",
+	"access.create":  "cannot be overridden per proxy; a proxy's access may set only read, update, delete and upload",
+}
+
+// check walks a node against the Go type it will be decoded into and
+// reports every unknown key, missing required key, duplicate key and value
+// a type refuses.
+func check(n ast.Node, t reflect.Type) []Violation {
+	n = unwrap(n)
+	if n == nil || n.Type() == ast.NullType || n.Type() == ast.AliasType {
+		return nil
+	}
+	if reflect.PointerTo(t).Implements(nodeUnmarshaler) {
+		v := reflect.New(t).Interface().(yaml.NodeUnmarshaler)
+		if err := v.UnmarshalYAML(n); err != nil {
+			return []Violation{decodeViolation(err, n)}
+		}
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return check(n, t.Elem())
+	case reflect.Struct:
+		return checkStruct(n, t)
+	case reflect.Slice:
+		seq, ok := n.(*ast.SequenceNode)
+		if !ok {
+			return []Violation{{Path: nodePath(n), Message: "must be a list, not " + describe(n), Line: nodeLine(n)}}
+		}
+		var vs []Violation
+		for _, item := range seq.Values {
+			vs = append(vs, check(item, t.Elem())...)
+		}
+		return vs
+	case reflect.Map:
+		return checkMap(n, t)
+	case reflect.Bool:
+		if _, err := boolValue(n); err != nil {
+			return []Violation{decodeViolation(err, n)}
+		}
+	case reflect.String:
+		if _, err := stringValue(n, "a string"); err != nil {
+			return []Violation{decodeViolation(err, n)}
+		}
+	}
+	return nil
+}
+
+func pairs(n ast.Node) ([]*ast.MappingValueNode, bool) {
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		return m.Values, true
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{m}, true
+	}
+	return nil, false
+}
+
+func keyText(mv *ast.MappingValueNode) string {
+	s, _ := scalarText(mv.Key)
+	return s
+}
+
+func joinPath(base, key string) string {
+	if base == "" {
+		return key
+	}
+	return base + "." + key
+}
+
+func checkStruct(n ast.Node, t reflect.Type) []Violation {
+	ps, ok := pairs(n)
+	if !ok {
+		return []Violation{{Path: nodePath(n), Message: "must be a mapping, not " + describe(n), Line: nodeLine(n)}}
+	}
+	base := nodePath(n)
+	var vs []Violation
+	seen := map[string]bool{}
+	for _, mv := range ps {
+		key := keyText(mv)
+		if seen[key] {
+			vs = append(vs, Violation{Path: joinPath(base, key), Message: "duplicate key", Line: nodeLine(mv.Key)})
+			continue
+		}
+		seen[key] = true
+		f, ok := fieldByKey(t, key)
+		if !ok {
+			vs = append(vs, unknownKey(base, key, t, mv))
+			continue
+		}
+		vs = append(vs, check(mv.Value, f.Type)...)
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key := yamlKey(f)
+		if f.Tag.Get("required") != "true" {
+			continue
+		}
+		present := false
+		for _, mv := range ps {
+			if keyText(mv) == key && unwrap(mv.Value).Type() != ast.NullType {
+				present = true
+			}
+		}
+		if !present {
+			vs = append(vs, Violation{Path: joinPath(base, key), Message: "is required", Line: nodeLine(n)})
+		}
+	}
+	return vs
+}
+
+func unknownKey(base, key string, t reflect.Type, mv *ast.MappingValueNode) Violation {
+	path := joinPath(base, key)
+	msg := ""
+	for suffix, hint := range unknownKeyHints {
+		if path == suffix || strings.HasSuffix(path, "."+suffix) {
+			msg = hint
+		}
+	}
+	if msg == "" {
+		var known []string
+		for i := range t.NumField() {
+			known = append(known, yamlKey(t.Field(i)))
+		}
+		msg = fmt.Sprintf("unknown key %s; known keys here are %s", quote(key), strings.Join(known, ", "))
+	}
+	return Violation{Path: path, Message: msg, Line: nodeLine(mv.Key)}
+}
+
+func checkMap(n ast.Node, t reflect.Type) []Violation {
+	ps, ok := pairs(n)
+	if !ok {
+		return []Violation{{Path: nodePath(n), Message: "must be a mapping, not " + describe(n), Line: nodeLine(n)}}
+	}
+	base := nodePath(n)
+	var vs []Violation
+	var seen []string
+	foldCase := t.Key() == headerNameType
+	for _, mv := range ps {
+		key := keyText(mv)
+		if key == "" {
+			vs = append(vs, Violation{Path: base, Message: "a key may not be empty", Line: nodeLine(mv.Key)})
+			continue
+		}
+		if reflect.PointerTo(t.Key()).Implements(nodeUnmarshaler) {
+			k := reflect.New(t.Key()).Interface().(yaml.NodeUnmarshaler)
+			if err := k.UnmarshalYAML(mv.Key); err != nil {
+				v := decodeViolation(err, mv.Key)
+				v.Path = joinPath(base, key)
+				vs = append(vs, v)
+				continue
+			}
+		}
+		folded := key
+		if foldCase {
+			folded = strings.ToLower(key)
+		}
+		if slices.Contains(seen, folded) {
+			msg := "duplicate key"
+			if foldCase {
+				msg = "duplicate header (header names are matched case-insensitively)"
+			}
+			vs = append(vs, Violation{Path: joinPath(base, key), Message: msg, Line: nodeLine(mv.Key)})
+			continue
+		}
+		seen = append(seen, folded)
+		vs = append(vs, check(mv.Value, t.Elem())...)
+	}
+	return vs
+}
+
+func yamlKey(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return name
+}
+
+func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if f := t.Field(i); yamlKey(f) == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}

@@ -1,0 +1,259 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/doppelproxy/doppel/internal/jinja"
+)
+
+// Validate applies the cross-field rules to a normalised document and
+// returns every violation, in document order. Rule numbers are the
+// reference implementation's, so a message can be looked up; what a single
+// value can decide is refused by its type while parsing instead.
+func Validate(d *Document) []Violation {
+	var vs []Violation
+	add := func(rule, path, format string, args ...any) {
+		vs = append(vs, Violation{Rule: rule, Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+
+	// V1: the two listeners cannot share a port.
+	if d.Server.Port != 0 && d.Server.Port == d.Admin.Port {
+		add("V1", "admin.port", "must differ from server.port (both are %d)", d.Admin.Port)
+	}
+	if e := d.Server.ExternalURL; e != nil && e.IsTemplate() {
+		if _, err := jinja.Compile(e.String()); err != nil {
+			add("V21", "server.external_url", "the template does not parse: %v", err)
+		}
+	}
+
+	vs = append(vs, validateTokens(d)...)
+	vs = append(vs, validateAccess(d)...)
+
+	names := map[ProxyName]int{}
+	firstDefault := -1
+	for i, p := range d.Proxies {
+		at := fmt.Sprintf("proxies[%d]", i)
+		// V6: proxy names are unique; reported at the later entry.
+		if j, dup := names[p.Name]; dup {
+			add("V6", at+".name", "duplicate proxy name %s (first used by proxies[%d])", quote(string(p.Name)), j)
+		} else {
+			names[p.Name] = i
+		}
+		switch p.Resolve.Type {
+		case ResolveDefault:
+			// V10: at most one default proxy.
+			if firstDefault >= 0 {
+				add("V10", at+".resolve", "only one proxy may be the default, and proxies[%d] (%s) already is; give this one `type: header`",
+					firstDefault, d.Proxies[firstDefault].Name)
+			} else {
+				firstDefault = i
+			}
+		case ResolveHeader:
+			// V11: a header resolver names its header.
+			if p.Resolve.Header == "" {
+				add("V11", at+".resolve.header", "`header` is required when `type: header`")
+			}
+		}
+		vs = append(vs, validateFaults("", at, p.Latency)...)
+		vs = append(vs, validateMocks(at, p)...)
+	}
+	return vs
+}
+
+// validateFaults is V14 on the proxy and, through V25, on a mock's own block.
+func validateFaults(rule, at string, l *Latency) []Violation {
+	if l == nil || l.Min <= l.Max {
+		return nil
+	}
+	if rule == "" {
+		rule = "V14"
+	}
+	return []Violation{{Rule: rule, Path: at + ".latency.min", Message: "min must be <= max"}}
+}
+
+func validateMocks(at string, p Proxy) []Violation {
+	var vs []Violation
+	add := func(rule, path, format string, args ...any) {
+		vs = append(vs, Violation{Rule: rule, Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	seen := map[Name]int{}
+	for j, m := range p.Mocks {
+		mat := fmt.Sprintf("%s.mocks[%d]", at, j)
+		// V16: mock names are unique within a proxy.
+		if k, dup := seen[m.Name]; dup {
+			add("V16", mat+".name", "duplicate mock name %s (first used by %s.mocks[%d])", quote(string(m.Name)), at, k)
+		} else {
+			seen[m.Name] = j
+		}
+		// V19: a declared variable does not shadow a capture group.
+		groups := m.Request.URL.Groups()
+		for _, src := range []struct {
+			key  string
+			vars []string
+		}{
+			{"headers", sortedKeys(m.Request.Headers)},
+			{"query", sortedKeys(m.Request.Query)},
+			{"body", sortedKeys(m.Request.Body)},
+		} {
+			for _, v := range src.vars {
+				if slices.Contains(groups, v) {
+					add("V19", fmt.Sprintf("%s.request.%s.%s", mat, src.key, v),
+						"variable %s is also a named capture group of request.url; rename one of them", quote(v))
+				}
+			}
+		}
+		r := m.Response
+		var bodies []string
+		if r.Body != nil {
+			bodies = append(bodies, "body")
+		}
+		if r.JSON != nil {
+			bodies = append(bodies, "json")
+		}
+		if r.Template != nil {
+			bodies = append(bodies, "template")
+		}
+		// V20: at most one body source.
+		if len(bodies) > 1 {
+			add("V20", mat+".response", "at most one of body, json and template may be set, found %s", strings.Join(bodies, " and "))
+		}
+		// V30: 204 and 304 carry no body.
+		if (r.Status == 204 || r.Status == 304) && len(bodies) > 0 {
+			add("V30", mat+".response", "status %d forbids a body, but %s is set", r.Status, bodies[0])
+		}
+		// V21: every inline template parses.
+		for _, t := range []struct {
+			key string
+			src *Template
+		}{{"body", r.Body}, {"json", r.JSON}} {
+			if t.src == nil {
+				continue
+			}
+			if _, err := jinja.Compile(string(*t.src)); err != nil {
+				add("V21", mat+".response."+t.key, "the template does not parse: %v", err)
+			}
+		}
+		for _, h := range sortedKeys(r.Headers) {
+			if _, err := jinja.Compile(string(r.Headers[h])); err != nil {
+				add("V21", mat+".response.headers."+string(h), "the template does not parse: %v", err)
+			}
+		}
+		// V25: a mock's own block obeys the proxy's rules.
+		if m.Proxy != nil {
+			vs = append(vs, validateFaults("V25", mat+".proxy", m.Proxy.Latency)...)
+		}
+	}
+	return vs
+}
+
+func validateTokens(d *Document) []Violation {
+	var vs []Violation
+	names := map[Name]int{}
+	values := map[Token]int{}
+	for i, t := range d.Admin.Tokens {
+		at := fmt.Sprintf("admin.tokens[%d]", i)
+		// V26: token names and token values are each unique.
+		if j, dup := names[t.Name]; dup {
+			vs = append(vs, Violation{Rule: "V26", Path: at + ".name",
+				Message: fmt.Sprintf("duplicate token name %s (first used by admin.tokens[%d])", quote(string(t.Name)), j)})
+		} else {
+			names[t.Name] = i
+		}
+		// The value is a secret: the message names only where it was seen.
+		if j, dup := values[t.Token]; dup {
+			vs = append(vs, Violation{Rule: "V26", Path: at + ".token",
+				Message: fmt.Sprintf("this token value is already used by admin.tokens[%d]; every token must be unique", j)})
+		} else {
+			values[t.Token] = i
+		}
+	}
+	return vs
+}
+
+func validateAccess(d *Document) []Violation {
+	a := &d.Admin
+	known := map[Name]bool{GroupAdmin: true, GroupUser: true}
+	for _, t := range a.Tokens {
+		known[t.Name] = true
+		known[t.Group] = true
+	}
+	public := a.IsPublic()
+	allowed, anyName := allowedNames(a.Groups)
+
+	var vs []Violation
+	checkList := func(path string, act Action) {
+		s := act.Subjects
+		if s == nil {
+			return
+		}
+		// V34: no write action is public by omission.
+		if s.Public && act.IsWrite() && !public {
+			vs = append(vs, Violation{Rule: "V34", Path: path,
+				Message: fmt.Sprintf("`%s` may not be public: no configuration wants an unauthenticated caller rewriting the proxy set (set admin.public: true if that is really meant)", act.Name)})
+		}
+		for _, n := range s.Names {
+			// V27: every name refers to something that exists.
+			if !known[n] {
+				vs = append(vs, Violation{Rule: "V27", Path: path,
+					Message: fmt.Sprintf("%s is neither a token name nor a group any token carries (admin and user always exist)", quote(string(n)))})
+			}
+			// V36: names are drawn from admin.groups.
+			if !public && !anyName && n != GroupAdmin && !slices.Contains(allowed, n) {
+				vs = append(vs, Violation{Rule: "V36", Path: path,
+					Message: fmt.Sprintf("%s is not an allowed group; %s may name only %s", quote(string(n)), accessOwner(path), allowedList(allowed))})
+			}
+		}
+	}
+	for _, act := range a.Access.Actions() {
+		checkList("admin.access."+act.Name, act)
+	}
+	for i, p := range d.Proxies {
+		if p.Access == nil {
+			continue
+		}
+		for _, act := range p.Access.Actions() {
+			checkList(fmt.Sprintf("proxies[%d].access.%s", i, act.Name), act)
+		}
+	}
+	return vs
+}
+
+func allowedNames(groups []AllowedGroup) (names []Name, any bool) {
+	for _, g := range groups {
+		if g == AnyGroup {
+			return nil, true
+		}
+		names = append(names, Name(g))
+	}
+	return names, false
+}
+
+func accessOwner(path string) string {
+	i := strings.LastIndex(path, ".")
+	return "`" + path[:i] + "`"
+}
+
+func allowedList(allowed []Name) string {
+	set := []string{string(GroupAdmin), KeywordPublic}
+	for _, n := range allowed {
+		if !slices.Contains(set, string(n)) {
+			set = append(set, string(n))
+		}
+	}
+	slices.Sort(set)
+	for i, s := range set {
+		set[i] = "`" + s + "`"
+	}
+	return strings.Join(set, ", ")
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
