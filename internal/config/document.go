@@ -10,13 +10,13 @@ package config
 
 // Document is one whole configuration.
 type Document struct {
-	Server    Server     `yaml:"server" required:"true" doc:"Where the proxy listens for the traffic being forwarded or mocked."`
-	Admin     Admin      `yaml:"admin" required:"true" doc:"The admin API's listener, its tokens, and who may do what."`
-	Proxies   []Proxy    `yaml:"proxies" doc:"The proxies this instance serves, in the order they are tried. May be empty or left out: requests are then answered 503 NO_PROXIES_CONFIGURED."`
-	Logging   Logging    `yaml:"logging" doc:"Log level and output format."`
-	Control   Control    `yaml:"control" doc:"The Unix socket that doppel config reload and doppel token add talk to."`
-	Templates Templates  `yaml:"templates" doc:"Where mock template files are read from and uploaded to."`
-	Sentry    *Sentry    `yaml:"sentry,omitempty" doc:"Optional error reporting. Absent, or an empty DSN, disables it."`
+	Server    Server    `yaml:"server" required:"true" doc:"Where the proxy listens for the traffic being forwarded or mocked."`
+	Admin     Admin     `yaml:"admin" required:"true" doc:"The admin API's listener, its tokens, and who may do what."`
+	Proxies   []Proxy   `yaml:"proxies" doc:"The proxies this instance serves, in the order they are tried. May be empty or left out: requests are then answered 503 NO_PROXIES_CONFIGURED."`
+	Logging   Logging   `yaml:"logging" doc:"Log level and output format."`
+	Control   Control   `yaml:"control" doc:"The Unix socket that doppel config reload and doppel token add talk to."`
+	Templates Templates `yaml:"templates" doc:"Where mock template files are read from and uploaded to."`
+	Sentry    *Sentry   `yaml:"sentry,omitempty" doc:"Optional error reporting. Absent, or an empty DSN, disables it."`
 }
 
 // Server is the proxy listener.
