@@ -14,8 +14,9 @@ type Violation struct {
 	Path    string
 	Rule    string
 	Message string
-	// Line is the 1-based line in the YAML source, or 0 when unknown
-	// (documents that did not come from text, and rules over several fields).
+	// Line is the 1-based line in the YAML source, or 0 when unknown: a
+	// document that did not come from text, or a rule about a setting that
+	// was left out and took its default.
 	Line int
 }
 

@@ -68,7 +68,56 @@ func parseRoot(src []byte) (ast.Node, error) {
 	case len(bodies) > 1:
 		return nil, invalid(Violation{Message: "the file holds several YAML documents; a configuration is exactly one", Line: nodeLine(bodies[1])})
 	}
+	if size := expandedSize(bodies[0], map[string]int{}); size > maxExpandedNodes {
+		return nil, invalid(Violation{Message: fmt.Sprintf("the document expands to more than %d values through its aliases", maxExpandedNodes)})
+	}
 	return bodies[0], nil
+}
+
+// maxExpandedNodes bounds what aliases may expand a document to: a small
+// file must not decode into millions of values ("billion laughs").
+const maxExpandedNodes = 200_000
+
+// expandedSize counts the nodes a document decodes to, an alias counting as
+// everything its anchor holds. Anchors precede their aliases in YAML, so
+// one pass in document order sees each anchor before it is used.
+func expandedSize(n ast.Node, anchors map[string]int) int {
+	switch v := n.(type) {
+	case nil:
+		return 0
+	case *ast.AnchorNode:
+		size := expandedSize(v.Value, anchors)
+		if name, ok := scalarText(v.Name); ok {
+			anchors[name] = size
+		}
+		return size
+	case *ast.AliasNode:
+		name, _ := scalarText(v.Value)
+		return anchors[name]
+	case *ast.TagNode:
+		return expandedSize(v.Value, anchors)
+	case *ast.MappingNode:
+		total := 1
+		for _, mv := range v.Values {
+			total += expandedSize(mv, anchors)
+			if total > maxExpandedNodes {
+				return total
+			}
+		}
+		return total
+	case *ast.MappingValueNode:
+		return 1 + expandedSize(v.Key, anchors) + expandedSize(v.Value, anchors)
+	case *ast.SequenceNode:
+		total := 1
+		for _, item := range v.Values {
+			total += expandedSize(item, anchors)
+			if total > maxExpandedNodes {
+				return total
+			}
+		}
+		return total
+	}
+	return 1
 }
 
 func decodeDocument(root ast.Node) (*Document, error) {
@@ -172,13 +221,12 @@ var unknownKeyHints = map[string]string{
 }
 
 // check walks a node against the Go type it will be decoded into and
-// reports every unknown key, missing required key, duplicate key and value
-// a type refuses.
+// reports every unknown key, missing required key and value a type refuses.
 func check(n ast.Node, t reflect.Type) []Violation {
-	n = unwrap(n)
-	if n == nil || n.Type() == ast.NullType || n.Type() == ast.AliasType {
+	if isNull(n) || unwrap(n).Type() == ast.AliasType {
 		return nil
 	}
+	n = unwrap(n)
 	if reflect.PointerTo(t).Implements(nodeUnmarshaler) {
 		v := reflect.New(t).Interface().(yaml.NodeUnmarshaler)
 		if err := v.UnmarshalYAML(n); err != nil {
@@ -197,7 +245,11 @@ func check(n ast.Node, t reflect.Type) []Violation {
 			return []Violation{{Path: nodePath(n), Message: "must be a list, not " + describe(n), Line: nodeLine(n)}}
 		}
 		var vs []Violation
-		for _, item := range seq.Values {
+		for i, item := range seq.Values {
+			if isNull(item) {
+				vs = append(vs, Violation{Path: fmt.Sprintf("%s[%d]", nodePath(n), i), Message: "an entry may not be empty", Line: nodeLine(item)})
+				continue
+			}
 			vs = append(vs, check(item, t.Elem())...)
 		}
 		return vs
@@ -244,14 +296,8 @@ func checkStruct(n ast.Node, t reflect.Type) []Violation {
 	}
 	base := nodePath(n)
 	var vs []Violation
-	seen := map[string]bool{}
 	for _, mv := range ps {
 		key := keyText(mv)
-		if seen[key] {
-			vs = append(vs, Violation{Path: joinPath(base, key), Message: "duplicate key", Line: nodeLine(mv.Key)})
-			continue
-		}
-		seen[key] = true
 		f, ok := fieldByKey(t, key)
 		if !ok {
 			vs = append(vs, unknownKey(base, key, t, mv))
@@ -267,7 +313,7 @@ func checkStruct(n ast.Node, t reflect.Type) []Violation {
 		}
 		present := false
 		for _, mv := range ps {
-			if keyText(mv) == key && unwrap(mv.Value).Type() != ast.NullType {
+			if keyText(mv) == key && !isNull(mv.Value) {
 				present = true
 			}
 		}
@@ -303,6 +349,8 @@ func checkMap(n ast.Node, t reflect.Type) []Violation {
 	}
 	base := nodePath(n)
 	var vs []Violation
+	// The parser refuses a key written twice; header names are also
+	// duplicates when they differ only in case.
 	var seen []string
 	foldCase := t.Key() == headerNameType
 	for _, mv := range ps {
@@ -320,22 +368,25 @@ func checkMap(n ast.Node, t reflect.Type) []Violation {
 				continue
 			}
 		}
-		folded := key
 		if foldCase {
-			folded = strings.ToLower(key)
-		}
-		if slices.Contains(seen, folded) {
-			msg := "duplicate key"
-			if foldCase {
-				msg = "duplicate header (header names are matched case-insensitively)"
+			folded := strings.ToLower(key)
+			if slices.Contains(seen, folded) {
+				vs = append(vs, Violation{Path: joinPath(base, key), Message: "duplicate header (header names are matched case-insensitively)", Line: nodeLine(mv.Key)})
+				continue
 			}
-			vs = append(vs, Violation{Path: joinPath(base, key), Message: msg, Line: nodeLine(mv.Key)})
+			seen = append(seen, folded)
+		}
+		if isNull(mv.Value) {
+			vs = append(vs, Violation{Path: joinPath(base, key), Message: "a value is required", Line: nodeLine(mv.Key)})
 			continue
 		}
-		seen = append(seen, folded)
 		vs = append(vs, check(mv.Value, t.Elem())...)
 	}
 	return vs
+}
+
+func isNull(n ast.Node) bool {
+	return n == nil || unwrap(n) == nil || unwrap(n).Type() == ast.NullType
 }
 
 func yamlKey(f reflect.StructField) string {

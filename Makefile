@@ -1,0 +1,30 @@
+# The whole suite is `make test`; CI runs exactly that (.ci/run).
+GO ?= go
+PKGS := ./...
+
+.PHONY: all build test lint schema fuzz clean
+
+all: lint test build
+
+build:
+	$(GO) build -o bin/doppel ./cmd/doppel
+
+test:
+	$(GO) test -race -count=1 $(PKGS)
+
+lint:
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# Regenerate the checked-in JSON Schema after changing the document model.
+schema:
+	$(GO) run ./cmd/doppel config schema > doppel-config.schema.json
+
+# Fuzz the configuration loader (FUZZTIME=1m by default).
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test ./internal/config -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME)
+
+clean:
+	rm -rf bin

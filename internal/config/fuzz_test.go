@@ -1,0 +1,42 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzLoad feeds the loader arbitrary bytes. It must never panic, and a
+// document it accepts must survive a trip through its canonical form with
+// the same revision: that is what config pull followed by config push does.
+func FuzzLoad(f *testing.F) {
+	seeds, _ := filepath.Glob("../../examples/*.yaml")
+	for _, s := range seeds {
+		if b, err := os.ReadFile(s); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(proxyDoc("body_limit: 1Mi\nheaders: {X-A: a}\nloss: {percentage: 0.5, status: 503}")))
+	f.Add([]byte(mockDoc("name: mm\nrequest: {method: GET, url: '(?P<id>.)', query: {q: .q}}\nresponse: {status: 200, json: '{\"a\": \"{{ id }}\"}', headers: {X-B: '{{ q }}'}}")))
+	f.Add([]byte("server: [1\n"))
+	f.Add([]byte("&a [*a]"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		d, err := Load(src)
+		if err != nil {
+			return
+		}
+		once, err := Canonical(d)
+		if err != nil {
+			t.Fatalf("an accepted document cannot be written back: %v", err)
+		}
+		again, err := Load(once)
+		if err != nil {
+			t.Fatalf("the canonical form of an accepted document is refused: %v\n%s", err, once)
+		}
+		twice, _ := Canonical(again)
+		if !bytes.Equal(once, twice) {
+			t.Fatalf("the canonical form is not stable:\n%s\n---\n%s", once, twice)
+		}
+	})
+}
