@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/proxy"
+	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/doppelproxy/doppel/internal/telemetry"
+	"github.com/doppelproxy/doppel/internal/version"
+	"github.com/spf13/cobra"
+)
+
+// Environment variables of serve's own flags.
+const (
+	envWorkers   = "DOPPEL_WORKERS"
+	envProxyAddr = "DOPPEL_PROXY_ADDR"
+)
+
+// drainTimeout bounds how long in-flight requests get after a signal.
+const drainTimeout = 30 * time.Second
+
+type serveFlags struct {
+	store     storeFlags
+	workers   int
+	proxyAddr string
+}
+
+func newServeCmd(stdout io.Writer) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the proxy listener until SIGINT or SIGTERM",
+		Long: `Load and validate the configuration, then serve it until SIGINT or SIGTERM.
+
+On the first signal Doppel stops accepting connections, lets in-flight
+requests finish (for up to 30 seconds) and exits 0; a second signal exits at
+once. A configuration with violations is refused with every one listed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd, &f, stdout)
+		},
+	}
+	f.store.register(cmd)
+	fs := cmd.Flags()
+	fs.IntVar(&f.workers, "workers", 0, "how many OS threads run Go code at once, GOMAXPROCS (env "+envWorkers+"; default: every core)")
+	fs.StringVar(&f.proxyAddr, "proxy-addr", "", "HOST:PORT for the proxy listener instead of server.host:server.port (env "+envProxyAddr+")")
+	return cmd
+}
+
+// resolve applies the environment to serve's own flags and checks them.
+func (f *serveFlags) resolve(cmd *cobra.Command) error {
+	if !cmd.Flags().Changed("workers") {
+		if v := strings.TrimSpace(os.Getenv(envWorkers)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return usage("%s must be a whole number, not %q", envWorkers, v)
+			}
+			f.workers = n
+		} else {
+			f.workers = goruntime.NumCPU()
+		}
+	}
+	if f.workers < 1 {
+		return usage("--workers must be at least 1, not %d", f.workers)
+	}
+	if !cmd.Flags().Changed("proxy-addr") {
+		f.proxyAddr = strings.TrimSpace(os.Getenv(envProxyAddr))
+	}
+	if f.proxyAddr != "" {
+		if _, _, err := net.SplitHostPort(f.proxyAddr); err != nil {
+			return usage("--proxy-addr must be HOST:PORT: %v", err)
+		}
+	}
+	return nil
+}
+
+func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
+	opts, err := f.store.options(cmd)
+	if err != nil {
+		return err
+	}
+	if err := f.resolve(cmd); err != nil {
+		return err
+	}
+	goruntime.GOMAXPROCS(f.workers)
+
+	src, err := readDocument(opts)
+	if err != nil {
+		return err
+	}
+	doc, err := config.Load(src)
+	if err != nil {
+		var inv *config.Invalid
+		if errors.As(err, &inv) {
+			return failed("the configuration is invalid:\n%s", strings.Join(inv.Lines(), "\n"))
+		}
+		return failed("%v", err)
+	}
+
+	logger := telemetry.NewLogger(stdout, string(doc.Logging.Level), string(doc.Logging.Format))
+	defer logger.Flush()
+	for _, a := range config.Advisories(doc) {
+		logger.Warn(a.Message, "path", a.Path)
+	}
+	if err := os.MkdirAll(string(doc.Templates.Dir), 0o755); err != nil {
+		return failed("cannot create the template directory: %v", err)
+	}
+	rt, err := runtime.Compile(doc)
+	if err != nil {
+		return failed("cannot compile the configuration: %v", err)
+	}
+	holder := runtime.NewHolder(rt)
+
+	addr := f.proxyAddr
+	if addr == "" {
+		addr = net.JoinHostPort(doc.Server.Host.String(), strconv.Itoa(int(doc.Server.Port)))
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return failed("the proxy listener cannot bind %s: %v", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           proxy.New(holder, proxy.Options{Logger: logger.Logger}),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("doppel is serving",
+		"version", version.Version,
+		"proxy_addr", ln.Addr().String(),
+		"revision", string(rt.Revision),
+		"proxies", len(rt.Proxies),
+		"workers", f.workers,
+	)
+
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	select {
+	case err := <-served:
+		return failed("the proxy listener stopped: %v", err)
+	case sig := <-signals:
+		logger.Info("shutting down: draining in-flight requests", "signal", sig.String(), "timeout", drainTimeout.String())
+	}
+	go func() {
+		sig := <-signals
+		logger.Warn("second signal: exiting at once", "signal", sig.String())
+		logger.Flush()
+		os.Exit(exitRejected)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		logger.Warn("in-flight requests did not finish in time", "error", err.Error())
+		_ = srv.Close()
+	}
+	logger.Info("stopped")
+	return nil
+}
+

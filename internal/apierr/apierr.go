@@ -1,0 +1,102 @@
+// Package apierr is the closed set of error codes Doppel answers with, and
+// the one envelope they travel in, on both listeners:
+//
+//	{"status":"error","message":"...","code":"..."}
+//
+// An upstream's own answer is never wrapped: only errors Doppel itself
+// produces are.
+package apierr
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Code is one of the error codes below; the set is closed.
+type Code string
+
+// The codes and, through Status, the HTTP status each is answered with.
+const (
+	ConfigInvalid        Code = "CONFIG_INVALID"
+	InvalidRequestPath   Code = "INVALID_REQUEST_PATH"
+	Unauthorized         Code = "UNAUTHORIZED"
+	Forbidden            Code = "FORBIDDEN"
+	NotFound             Code = "NOT_FOUND"
+	MethodNotAllowed     Code = "METHOD_NOT_ALLOWED"
+	ProxyNotResolved     Code = "PROXY_NOT_RESOLVED"
+	NoProxiesConfigured  Code = "NO_PROXIES_CONFIGURED"
+	LossInjected         Code = "LOSS_INJECTED" // answered with the configured loss status
+	DashboardNotBuilt    Code = "DASHBOARD_NOT_BUILT"
+	Conflict             Code = "CONFLICT"
+	RevisionMismatch     Code = "REVISION_MISMATCH"
+	UploadTooLarge       Code = "UPLOAD_TOO_LARGE"
+	TemplateNotDeclared  Code = "TEMPLATE_NOT_DECLARED"
+	RevisionRequired     Code = "REVISION_REQUIRED"
+	TemplateRenderError  Code = "TEMPLATE_RENDER_ERROR"
+	TemplateNotFound     Code = "TEMPLATE_NOT_FOUND"
+	BodyExtractionError  Code = "BODY_EXTRACTION_ERROR"
+	StoreError           Code = "STORE_ERROR"
+	UpstreamError        Code = "UPSTREAM_ERROR"
+	UpstreamTimeout      Code = "UPSTREAM_TIMEOUT"
+	InternalError        Code = "INTERNAL_ERROR" // a fault of Doppel's own (a recovered panic)
+)
+
+var statuses = map[Code]int{
+	ConfigInvalid:       http.StatusBadRequest,
+	InvalidRequestPath:  http.StatusBadRequest,
+	Unauthorized:        http.StatusUnauthorized,
+	Forbidden:           http.StatusForbidden,
+	NotFound:            http.StatusNotFound,
+	MethodNotAllowed:    http.StatusMethodNotAllowed,
+	ProxyNotResolved:    http.StatusNotFound,
+	NoProxiesConfigured: http.StatusServiceUnavailable,
+	LossInjected:        http.StatusServiceUnavailable,
+	DashboardNotBuilt:   http.StatusServiceUnavailable,
+	Conflict:            http.StatusConflict,
+	RevisionMismatch:    http.StatusConflict,
+	UploadTooLarge:      http.StatusRequestEntityTooLarge,
+	TemplateNotDeclared: http.StatusUnprocessableEntity,
+	RevisionRequired:    http.StatusPreconditionRequired,
+	TemplateRenderError: http.StatusInternalServerError,
+	TemplateNotFound:    http.StatusInternalServerError,
+	BodyExtractionError: http.StatusInternalServerError,
+	StoreError:          http.StatusInternalServerError,
+	UpstreamError:       http.StatusBadGateway,
+	UpstreamTimeout:     http.StatusGatewayTimeout,
+	InternalError:       http.StatusInternalServerError,
+}
+
+// Codes lists every code, for documentation and tests.
+func Codes() []Code {
+	out := make([]Code, 0, len(statuses))
+	for c := range statuses {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Status is the HTTP status a code is answered with. LOSS_INJECTED's is the
+// configured one; 503 is only its fallback.
+func (c Code) Status() int { return statuses[c] }
+
+// Envelope is the body of every error Doppel produces.
+type Envelope struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+	Code    Code   `json:"code"`
+}
+
+// Write answers with the code's own status.
+func Write(w http.ResponseWriter, code Code, message string) {
+	WriteStatus(w, code.Status(), code, message)
+}
+
+// WriteStatus answers with an explicit status (the loss status).
+func WriteStatus(w http.ResponseWriter, status int, code Code, message string) {
+	body, _ := json.Marshal(Envelope{Status: "error", Message: message, Code: code})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Del("Content-Length")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

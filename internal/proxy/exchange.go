@@ -1,0 +1,107 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/runtime"
+)
+
+// exchange is one request's state: what was decided, what happened, and
+// the ResponseWriter every answer goes through. Holding the first final
+// WriteHeader until the latency target is reached makes the delay apply to
+// whatever answers (upstream, mock or error) without any of them knowing.
+type exchange struct {
+	w     http.ResponseWriter
+	req   *http.Request
+	start time.Time
+
+	requestID string
+	proxy     *runtime.Proxy
+	mock      string
+	target    string // the built upstream path, escaped
+
+	// latency is the whole-response target; zero when the roll did not fire.
+	latency       time.Duration
+	latencyWaited time.Duration
+	lossInjected  bool
+
+	wroteHeader bool
+	status      int
+	headerAt    time.Duration
+
+	upstreamStart     time.Time
+	upstreamContacted bool
+	upstreamStatus    int
+	upstreamDuration  time.Duration
+}
+
+func (ex *exchange) Header() http.Header { return ex.w.Header() }
+
+func (ex *exchange) WriteHeader(code int) {
+	if ex.wroteHeader {
+		return
+	}
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		// Informational answers (100 Continue, 103 Early Hints) pass at once
+		// and do not count as the response.
+		ex.w.WriteHeader(code)
+		return
+	}
+	ex.waitLatency()
+	ex.wroteHeader = true
+	ex.status = code
+	ex.headerAt = time.Since(ex.start)
+	ex.w.Header().Set(headerRequestID, ex.requestID)
+	ex.w.WriteHeader(code)
+}
+
+// waitLatency waits out what is left of the latency target: the time
+// already spent is subtracted, so a slow upstream is never delayed further.
+// A client that goes away ends the wait.
+func (ex *exchange) waitLatency() {
+	if ex.latency <= 0 {
+		return
+	}
+	remaining := ex.latency - time.Since(ex.start)
+	if remaining <= 0 {
+		return
+	}
+	t := time.NewTimer(remaining)
+	defer t.Stop()
+	began := time.Now()
+	select {
+	case <-t.C:
+	case <-ex.req.Context().Done():
+	}
+	ex.latencyWaited = time.Since(began)
+}
+
+func (ex *exchange) Write(b []byte) (int, error) {
+	if !ex.wroteHeader {
+		ex.WriteHeader(http.StatusOK)
+	}
+	return ex.w.Write(b)
+}
+
+// Flush and Unwrap let ReverseProxy stream and upgrade through the wrapper.
+func (ex *exchange) Flush() {
+	if !ex.wroteHeader {
+		ex.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(ex.w).Flush()
+}
+
+func (ex *exchange) Unwrap() http.ResponseWriter { return ex.w }
+
+// Hijack is used by protocol upgrades (101 Switching Protocols).
+func (ex *exchange) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := ex.w.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("hijacking is not supported")
+	}
+	return h.Hijack()
+}

@@ -1,0 +1,159 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/runtime"
+)
+
+// forwarding is what the ReverseProxy hooks need of the request they serve;
+// it rides in the outbound request's context.
+type forwarding struct {
+	ex *exchange
+	rt *runtime.Runtime
+}
+
+type forwardingKey struct{}
+
+func forwardingFrom(ctx context.Context) *forwarding {
+	f, _ := ctx.Value(forwardingKey{}).(*forwarding)
+	return f
+}
+
+// NewTransport is the upstream transport: pooled keep-alive connections,
+// plenty of idle ones per host, and no transparent compression, so encoded
+// bodies pass byte for byte and no Accept-Encoding is ever added.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 1 * time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// newForwarder is our forwarding: httputil.ReverseProxy with a Rewrite, a
+// ModifyResponse and an ErrorHandler. The hop-by-hop handling, streaming,
+// trailers and upgrades are the standard library's.
+func newForwarder(t http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:        rewrite,
+		ModifyResponse: modifyResponse,
+		ErrorHandler:   errorHandler(log),
+		Transport:      t,
+		BufferPool:     bufferPool{},
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
+
+func rewrite(pr *httputil.ProxyRequest) {
+	f := forwardingFrom(pr.In.Context())
+	p := f.ex.proxy
+	in, out := pr.In, pr.Out
+
+	// The built, confined path; the query exactly as sent.
+	u := *p.Upstream
+	u.RawPath = f.ex.target
+	u.Path, _ = url.PathUnescape(f.ex.target)
+	u.RawQuery = in.URL.RawQuery
+	u.ForceQuery = in.URL.ForceQuery
+	u.User = nil
+	out.URL = &u
+	out.Host = "" // the upstream sees its own authority
+
+	h := out.Header
+	for _, name := range f.rt.ResolutionHeaders {
+		h.Del(name)
+	}
+	// TE is hop-by-hop; ReverseProxy would re-add "TE: trailers".
+	h.Del("Te")
+	// Forwarded is relayed untouched; Rewrite mode strips it first.
+	if v := in.Header["Forwarded"]; v != nil {
+		h["Forwarded"] = v
+	}
+	if peer, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
+		if prior := in.Header["X-Forwarded-For"]; len(prior) > 0 {
+			peer = strings.Join(prior, ", ") + ", " + peer
+		}
+		h.Set("X-Forwarded-For", peer)
+	}
+	setOr(h, in.Header, "X-Forwarded-Host", in.Host)
+	setOr(h, in.Header, "X-Forwarded-Proto", "http")
+
+	if user := p.Upstream.User; user != nil {
+		pass, _ := user.Password()
+		out.SetBasicAuth(user.Username(), pass)
+	}
+	for k, v := range p.Inject {
+		h[k] = v
+	}
+	h.Set(headerRequestID, f.ex.requestID)
+}
+
+// setOr keeps the client's value of an X-Forwarded header, else sets ours.
+func setOr(out, in http.Header, key, value string) {
+	if v := in[key]; len(v) > 0 {
+		out[key] = v
+		return
+	}
+	out.Set(key, value)
+}
+
+func modifyResponse(res *http.Response) error {
+	f := forwardingFrom(res.Request.Context())
+	ex := f.ex
+	ex.upstreamContacted = true
+	ex.upstreamStatus = res.StatusCode
+	ex.upstreamDuration = time.Since(ex.upstreamStart)
+	return nil
+}
+
+// errorHandler answers a failed exchange: the proxy's timeout is 504, any
+// other failure (refused, reset, a broken relay) 502.
+func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, r *http.Request, err error) {
+		f := forwardingFrom(r.Context())
+		// Only the proxy's own deadline is a timeout; a dial that gives up
+		// on its own is a failure to reach the upstream.
+		if errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+			apierr.Write(w, apierr.UpstreamTimeout, "the upstream did not answer within the proxy's timeout of "+f.ex.proxy.Timeout.String())
+			return
+		}
+		log.Debug("upstream exchange failed", "request_id", f.ex.requestID, "proxy", f.ex.proxy.Name, "error", err.Error())
+		apierr.Write(w, apierr.UpstreamError, "the upstream could not be reached or broke off the exchange")
+	}
+}
+
+// bufferPool recycles the buffers ReverseProxy copies bodies with. Pooling
+// array pointers keeps Put free of allocations.
+type bufferPool struct{}
+
+const copyBufferSize = 32 << 10
+
+var buffers = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
+
+func (bufferPool) Get() []byte { return buffers.Get().(*[copyBufferSize]byte)[:] }
+
+func (bufferPool) Put(b []byte) {
+	if cap(b) >= copyBufferSize {
+		buffers.Put((*[copyBufferSize]byte)(b[:copyBufferSize]))
+	}
+}

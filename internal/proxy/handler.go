@@ -1,0 +1,201 @@
+// Package proxy is the proxy listener's handler. A request goes through the
+// stages of the fixed order, one function each:
+//
+//  1. resolve which proxy handles it
+//  2. confine its path to that proxy's upstream
+//  3. does a mock match, and does replace fire? then the applicable loss
+//  4. answer (mock or upstream), waiting out what is left of the latency
+//
+// The handler reads the Runtime in force through an atomic pointer and
+// takes no lock.
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/google/uuid"
+)
+
+const headerRequestID = "X-Request-Id"
+
+// Handler serves the proxy listener.
+type Handler struct {
+	runtime *runtime.Holder
+	roller  fault.Roller
+	log     *slog.Logger
+	forward *httputil.ReverseProxy
+}
+
+// Options configure a Handler.
+type Options struct {
+	// Roller decides every fault; fault.Random{} when nil.
+	Roller fault.Roller
+	// Logger receives one line per request; nothing is logged when nil.
+	Logger *slog.Logger
+	// Transport reaches the upstreams; NewTransport() when nil.
+	Transport http.RoundTripper
+}
+
+// New builds the handler over the runtime held by h.
+func New(h *runtime.Holder, opts Options) *Handler {
+	if opts.Roller == nil {
+		opts.Roller = fault.Random{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Transport == nil {
+		opts.Transport = NewTransport()
+	}
+	return &Handler{
+		runtime: h,
+		roller:  opts.Roller,
+		log:     opts.Logger,
+		forward: newForwarder(opts.Transport, opts.Logger),
+	}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ex := &exchange{w: w, req: r, start: time.Now(), requestID: requestID(r)}
+	defer h.finish(ex)
+	rt := h.runtime.Load()
+
+	// 1. Resolve.
+	p := h.resolve(ex, rt)
+	if p == nil {
+		return
+	}
+	// 2. Confine.
+	if !h.confine(ex, p) {
+		return
+	}
+	// 3. Mock or loss. Mocks slot in here: a matched mock that wins its
+	//    replace roll rolls its own loss only, then renders.
+	key := fault.Key{Proxy: p.Name, RequestID: ex.requestID}
+	if p.Loss.Fires(h.roller, key) {
+		h.drop(ex, p.Loss)
+		return
+	}
+	// 4. Latency, then forward.
+	ex.latency, _ = p.Latency.Target(h.roller, key)
+	h.forwardUpstream(ex, rt, p)
+}
+
+// requestID reuses the client's X-Request-ID or mints a UUID v4.
+func requestID(r *http.Request) string {
+	if v := r.Header[headerRequestID]; len(v) > 0 && v[0] != "" {
+		return v[0]
+	}
+	return uuid.NewString()
+}
+
+func (h *Handler) resolve(ex *exchange, rt *runtime.Runtime) *runtime.Proxy {
+	if len(rt.Proxies) == 0 {
+		apierr.Write(ex, apierr.NoProxiesConfigured, "no proxies are configured")
+		return nil
+	}
+	p := rt.Resolve(ex.req.Header)
+	if p == nil {
+		apierr.Write(ex, apierr.ProxyNotResolved, "no proxy matches this request, and none is the default")
+		return nil
+	}
+	ex.proxy = p
+	return p
+}
+
+func (h *Handler) confine(ex *exchange, p *runtime.Proxy) bool {
+	path, ok := requestPath(ex.req)
+	if ok {
+		ex.target, ok = buildTarget(p.BasePath, path)
+	}
+	if !ok {
+		apierr.Write(ex, apierr.InvalidRequestPath, "the request path would leave the proxy's upstream")
+	}
+	return ok
+}
+
+// drop answers at once with the loss status: a dropped request is never
+// delayed.
+func (h *Handler) drop(ex *exchange, l *fault.Loss) {
+	ex.lossInjected = true
+	ex.latency = 0
+	apierr.WriteStatus(ex, l.Status, apierr.LossInjected, fmt.Sprintf("request dropped by injected loss (status %d)", l.Status))
+}
+
+func (h *Handler) forwardUpstream(ex *exchange, rt *runtime.Runtime, p *runtime.Proxy) {
+	ctx, cancel := context.WithTimeout(ex.req.Context(), p.Timeout)
+	defer cancel()
+	ctx = context.WithValue(ctx, forwardingKey{}, &forwarding{ex: ex, rt: rt})
+	ex.upstreamStart = time.Now()
+	h.forward.ServeHTTP(ex, ex.req.WithContext(ctx))
+}
+
+// finish writes the request's log line once the answer is complete, also
+// when the handler panicked: a panic before the answer started becomes a
+// 500 envelope; http.ErrAbortHandler (a broken stream) goes on to abort the
+// connection.
+func (h *Handler) finish(ex *exchange) {
+	if v := recover(); v != nil {
+		if v != http.ErrAbortHandler && !ex.wroteHeader {
+			h.log.Error("panic while serving a request", "request_id", ex.requestID, "panic", fmt.Sprint(v))
+			apierr.Write(ex, apierr.InternalError, "internal error")
+		}
+		h.logRequest(ex)
+		if v == http.ErrAbortHandler {
+			panic(v)
+		}
+		return
+	}
+	if !ex.wroteHeader {
+		ex.WriteHeader(http.StatusOK)
+	}
+	h.logRequest(ex)
+}
+
+func (h *Handler) logRequest(ex *exchange) {
+	if !h.log.Enabled(ex.req.Context(), slog.LevelInfo) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 12)
+	proxy := ""
+	if ex.proxy != nil {
+		proxy = ex.proxy.Name
+	}
+	attrs = append(attrs,
+		slog.String("request_id", ex.requestID),
+		slog.String("proxy", proxy),
+	)
+	if ex.mock != "" {
+		attrs = append(attrs, slog.String("mock", ex.mock))
+	}
+	attrs = append(attrs,
+		slog.String("method", ex.req.Method),
+		slog.String("path", ex.req.URL.Path),
+		slog.Int("status", ex.status),
+		slog.Float64("duration_ms", ms(ex.headerAt)),
+		slog.Bool("upstream_contacted", ex.upstreamContacted),
+	)
+	if ex.upstreamContacted {
+		attrs = append(attrs,
+			slog.Int("upstream_status", ex.upstreamStatus),
+			slog.Float64("upstream_duration_ms", ms(ex.upstreamDuration)),
+		)
+	}
+	attrs = append(attrs,
+		slog.Bool("loss_injected", ex.lossInjected),
+		slog.Float64("latency_injected_ms", ms(ex.latencyWaited)),
+	)
+	h.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+}
+
+func ms(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
+}

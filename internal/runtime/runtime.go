@@ -1,0 +1,156 @@
+// Package runtime is a configuration document compiled for the request
+// path: everything a request needs is derived once, here, so that serving
+// a request parses, compiles and looks up nothing by scanning documents.
+// A Runtime is immutable once built; a new document makes a new Runtime,
+// swapped in whole through a Holder.
+package runtime
+
+import (
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/fault"
+)
+
+// Runtime is one compiled configuration.
+type Runtime struct {
+	Document *config.Document
+	Revision config.Revision
+	// Proxies in configuration order.
+	Proxies []*Proxy
+	// Default is the proxy that takes unclaimed requests, if any.
+	Default *Proxy
+	// byHeader are the header-resolved proxies, in configuration order.
+	byHeader []*Proxy
+	// ResolutionHeaders are every resolution header (canonical form),
+	// removed from every forwarded request.
+	ResolutionHeaders []string
+}
+
+// Proxy is one compiled proxy.
+type Proxy struct {
+	Name     string
+	Config   *config.Proxy
+	Upstream *url.URL
+	// BasePath is the upstream path as a directory, escaped, ending in "/".
+	BasePath string
+	// ResolveHeader is the canonical header that selects this proxy, or ""
+	// for the default.
+	ResolveHeader string
+	Timeout       time.Duration
+	// Inject are the configured headers, keys canonical, set on every
+	// forwarded request over the client's.
+	Inject  http.Header
+	Loss    *fault.Loss
+	Latency *fault.Latency
+	Replace fault.Replace
+}
+
+// Compile builds a Runtime from a valid, normalised document.
+func Compile(doc *config.Document) (*Runtime, error) {
+	rev, err := config.DocumentRevision(doc)
+	if err != nil {
+		return nil, err
+	}
+	rt := &Runtime{Document: doc, Revision: rev}
+	for i := range doc.Proxies {
+		p := compileProxy(&doc.Proxies[i])
+		rt.Proxies = append(rt.Proxies, p)
+		if p.ResolveHeader == "" {
+			if rt.Default == nil {
+				rt.Default = p
+			}
+			continue
+		}
+		rt.byHeader = append(rt.byHeader, p)
+		if !slices.Contains(rt.ResolutionHeaders, p.ResolveHeader) {
+			rt.ResolutionHeaders = append(rt.ResolutionHeaders, p.ResolveHeader)
+		}
+	}
+	return rt, nil
+}
+
+func compileProxy(c *config.Proxy) *Proxy {
+	u := *c.URL.URL()
+	base := u.EscapedPath()
+	if base == "" || base[len(base)-1] != '/' {
+		base += "/"
+	}
+	p := &Proxy{
+		Name:     string(c.Name),
+		Config:   c,
+		Upstream: &u,
+		BasePath: base,
+		Timeout:  time.Duration(c.Timeout) * time.Second,
+		Replace:  fault.Replace(*c.Replace),
+		Loss:     compileLoss(c.Loss),
+		Latency:  compileLatency(c.Latency),
+	}
+	if c.Resolve.Type == config.ResolveHeader {
+		p.ResolveHeader = textproto.CanonicalMIMEHeaderKey(string(c.Resolve.Header))
+	}
+	if len(c.Headers) > 0 {
+		p.Inject = make(http.Header, len(c.Headers))
+		for k, v := range c.Headers {
+			p.Inject.Set(string(k), string(v))
+		}
+	}
+	return p
+}
+
+func compileLoss(l *config.Loss) *fault.Loss {
+	if l == nil {
+		return nil
+	}
+	return &fault.Loss{Percentage: float64(l.Percentage), Status: int(l.Status)}
+}
+
+func compileLatency(l *config.Latency) *fault.Latency {
+	if l == nil {
+		return nil
+	}
+	return &fault.Latency{
+		Percentage: float64(l.Percentage),
+		Min:        seconds(float64(l.Min)),
+		Max:        seconds(float64(l.Max)),
+	}
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Resolve chooses the proxy for a request's headers: the first
+// header-resolved proxy, in configuration order, whose header carries its
+// name; else the default; else nil. A name only works through its own
+// proxy's header.
+func (rt *Runtime) Resolve(h http.Header) *Proxy {
+	for _, p := range rt.byHeader {
+		if slices.Contains(h[p.ResolveHeader], p.Name) {
+			return p
+		}
+	}
+	return rt.Default
+}
+
+// Holder holds the Runtime in force. Readers take no lock.
+type Holder struct {
+	p atomic.Pointer[Runtime]
+}
+
+// NewHolder starts with rt in force.
+func NewHolder(rt *Runtime) *Holder {
+	h := &Holder{}
+	h.p.Store(rt)
+	return h
+}
+
+// Load returns the Runtime in force; a request keeps using the one it
+// loaded even if another is swapped in meanwhile.
+func (h *Holder) Load() *Runtime { return h.p.Load() }
+
+// Swap puts rt in force.
+func (h *Holder) Swap(rt *Runtime) { h.p.Store(rt) }
