@@ -173,4 +173,3 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	logger.Info("stopped")
 	return nil
 }
-

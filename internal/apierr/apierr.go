@@ -17,28 +17,28 @@ type Code string
 
 // The codes and, through Status, the HTTP status each is answered with.
 const (
-	ConfigInvalid        Code = "CONFIG_INVALID"
-	InvalidRequestPath   Code = "INVALID_REQUEST_PATH"
-	Unauthorized         Code = "UNAUTHORIZED"
-	Forbidden            Code = "FORBIDDEN"
-	NotFound             Code = "NOT_FOUND"
-	MethodNotAllowed     Code = "METHOD_NOT_ALLOWED"
-	ProxyNotResolved     Code = "PROXY_NOT_RESOLVED"
-	NoProxiesConfigured  Code = "NO_PROXIES_CONFIGURED"
-	LossInjected         Code = "LOSS_INJECTED" // answered with the configured loss status
-	DashboardNotBuilt    Code = "DASHBOARD_NOT_BUILT"
-	Conflict             Code = "CONFLICT"
-	RevisionMismatch     Code = "REVISION_MISMATCH"
-	UploadTooLarge       Code = "UPLOAD_TOO_LARGE"
-	TemplateNotDeclared  Code = "TEMPLATE_NOT_DECLARED"
-	RevisionRequired     Code = "REVISION_REQUIRED"
-	TemplateRenderError  Code = "TEMPLATE_RENDER_ERROR"
-	TemplateNotFound     Code = "TEMPLATE_NOT_FOUND"
-	BodyExtractionError  Code = "BODY_EXTRACTION_ERROR"
-	StoreError           Code = "STORE_ERROR"
-	UpstreamError        Code = "UPSTREAM_ERROR"
-	UpstreamTimeout      Code = "UPSTREAM_TIMEOUT"
-	InternalError        Code = "INTERNAL_ERROR" // a fault of Doppel's own (a recovered panic)
+	ConfigInvalid       Code = "CONFIG_INVALID"
+	InvalidRequestPath  Code = "INVALID_REQUEST_PATH"
+	Unauthorized        Code = "UNAUTHORIZED"
+	Forbidden           Code = "FORBIDDEN"
+	NotFound            Code = "NOT_FOUND"
+	MethodNotAllowed    Code = "METHOD_NOT_ALLOWED"
+	ProxyNotResolved    Code = "PROXY_NOT_RESOLVED"
+	NoProxiesConfigured Code = "NO_PROXIES_CONFIGURED"
+	LossInjected        Code = "LOSS_INJECTED" // answered with the configured loss status
+	DashboardNotBuilt   Code = "DASHBOARD_NOT_BUILT"
+	Conflict            Code = "CONFLICT"
+	RevisionMismatch    Code = "REVISION_MISMATCH"
+	UploadTooLarge      Code = "UPLOAD_TOO_LARGE"
+	TemplateNotDeclared Code = "TEMPLATE_NOT_DECLARED"
+	RevisionRequired    Code = "REVISION_REQUIRED"
+	TemplateRenderError Code = "TEMPLATE_RENDER_ERROR"
+	TemplateNotFound    Code = "TEMPLATE_NOT_FOUND"
+	BodyExtractionError Code = "BODY_EXTRACTION_ERROR"
+	StoreError          Code = "STORE_ERROR"
+	UpstreamError       Code = "UPSTREAM_ERROR"
+	UpstreamTimeout     Code = "UPSTREAM_TIMEOUT"
+	InternalError       Code = "INTERNAL_ERROR" // a fault of Doppel's own (a recovered panic)
 )
 
 var statuses = map[Code]int{

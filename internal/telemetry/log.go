@@ -128,4 +128,3 @@ func (a *AsyncWriter) Flush() {
 
 // Discard is a logger for tests and for code that must log nowhere.
 func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
