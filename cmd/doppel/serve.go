@@ -133,11 +133,14 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		return failed("the proxy listener cannot bind %s: %v", addr, err)
 	}
 	srv := &http.Server{
-		Handler:           proxy.New(holder, proxy.Options{Logger: logger.Logger}),
+		Handler:           proxy.New(holder, proxy.Options{Log: logger}),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          log.New(io.Discard, "", 0),
+		// `OPTIONS *` is a request like any other: it resolves, and is
+		// refused as a path that is not one.
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     log.New(io.Discard, "", 0),
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -20,6 +20,7 @@ type exchange struct {
 	start time.Time
 
 	requestID string
+	runtime   *runtime.Runtime // the one in force when the request arrived
 	proxy     *runtime.Proxy
 	mock      string
 	target    string // the built upstream path, escaped

@@ -13,21 +13,15 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
-	"github.com/doppelproxy/doppel/internal/runtime"
 )
 
-// forwarding is what the ReverseProxy hooks need of the request they serve;
-// it rides in the outbound request's context.
-type forwarding struct {
-	ex *exchange
-	rt *runtime.Runtime
-}
+// The ReverseProxy hooks find the exchange they serve in the outbound
+// request's context.
+type exchangeKey struct{}
 
-type forwardingKey struct{}
-
-func forwardingFrom(ctx context.Context) *forwarding {
-	f, _ := ctx.Value(forwardingKey{}).(*forwarding)
-	return f
+func exchangeFrom(ctx context.Context) *exchange {
+	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
+	return ex
 }
 
 // NewTransport is the upstream transport: pooled keep-alive connections,
@@ -65,14 +59,14 @@ func newForwarder(t http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy 
 }
 
 func rewrite(pr *httputil.ProxyRequest) {
-	f := forwardingFrom(pr.In.Context())
-	p := f.ex.proxy
+	ex := exchangeFrom(pr.In.Context())
+	p := ex.proxy
 	in, out := pr.In, pr.Out
 
 	// The built, confined path; the query exactly as sent.
 	u := *p.Upstream
-	u.RawPath = f.ex.target
-	u.Path, _ = url.PathUnescape(f.ex.target)
+	u.RawPath = ex.target
+	u.Path, _ = url.PathUnescape(ex.target)
 	u.RawQuery = in.URL.RawQuery
 	u.ForceQuery = in.URL.ForceQuery
 	u.User = nil
@@ -80,7 +74,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 	out.Host = "" // the upstream sees its own authority
 
 	h := out.Header
-	for _, name := range f.rt.ResolutionHeaders {
+	for _, name := range ex.runtime.ResolutionHeaders {
 		h.Del(name)
 	}
 	// TE is hop-by-hop; ReverseProxy would re-add "TE: trailers".
@@ -105,7 +99,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 	for k, v := range p.Inject {
 		h[k] = v
 	}
-	h.Set(headerRequestID, f.ex.requestID)
+	h.Set(headerRequestID, ex.requestID)
 }
 
 // setOr keeps the client's value of an X-Forwarded header, else sets ours.
@@ -118,8 +112,7 @@ func setOr(out, in http.Header, key, value string) {
 }
 
 func modifyResponse(res *http.Response) error {
-	f := forwardingFrom(res.Request.Context())
-	ex := f.ex
+	ex := exchangeFrom(res.Request.Context())
 	ex.upstreamContacted = true
 	ex.upstreamStatus = res.StatusCode
 	ex.upstreamDuration = time.Since(ex.upstreamStart)
@@ -130,14 +123,14 @@ func modifyResponse(res *http.Response) error {
 // other failure (refused, reset, a broken relay) 502.
 func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
-		f := forwardingFrom(r.Context())
+		ex := exchangeFrom(r.Context())
 		// Only the proxy's own deadline is a timeout; a dial that gives up
 		// on its own is a failure to reach the upstream.
 		if errors.Is(r.Context().Err(), context.DeadlineExceeded) {
-			apierr.Write(w, apierr.UpstreamTimeout, "the upstream did not answer within the proxy's timeout of "+f.ex.proxy.Timeout.String())
+			apierr.Write(w, apierr.UpstreamTimeout, "the upstream did not answer within the proxy's timeout of "+ex.proxy.Timeout.String())
 			return
 		}
-		log.Debug("upstream exchange failed", "request_id", f.ex.requestID, "proxy", f.ex.proxy.Name, "error", err.Error())
+		log.Debug("upstream exchange failed", "request_id", ex.requestID, "proxy", ex.proxy.Name, "error", err.Error())
 		apierr.Write(w, apierr.UpstreamError, "the upstream could not be reached or broke off the exchange")
 	}
 }

@@ -13,7 +13,6 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/doppelproxy/doppel/internal/telemetry"
 	"github.com/google/uuid"
 )
 
@@ -30,7 +30,7 @@ const headerRequestID = "X-Request-Id"
 type Handler struct {
 	runtime *runtime.Holder
 	roller  fault.Roller
-	log     *slog.Logger
+	log     *telemetry.Logger
 	forward *httputil.ReverseProxy
 }
 
@@ -38,8 +38,8 @@ type Handler struct {
 type Options struct {
 	// Roller decides every fault; fault.Random{} when nil.
 	Roller fault.Roller
-	// Logger receives one line per request; nothing is logged when nil.
-	Logger *slog.Logger
+	// Log receives one line per request; nothing is logged when nil.
+	Log *telemetry.Logger
 	// Transport reaches the upstreams; NewTransport() when nil.
 	Transport http.RoundTripper
 }
@@ -49,8 +49,8 @@ func New(h *runtime.Holder, opts Options) *Handler {
 	if opts.Roller == nil {
 		opts.Roller = fault.Random{}
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if opts.Log == nil {
+		opts.Log = telemetry.Nop()
 	}
 	if opts.Transport == nil {
 		opts.Transport = NewTransport()
@@ -58,8 +58,8 @@ func New(h *runtime.Holder, opts Options) *Handler {
 	return &Handler{
 		runtime: h,
 		roller:  opts.Roller,
-		log:     opts.Logger,
-		forward: newForwarder(opts.Transport, opts.Logger),
+		log:     opts.Log,
+		forward: newForwarder(opts.Transport, opts.Log.Logger),
 	}
 }
 
@@ -69,6 +69,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt := h.runtime.Load()
 
 	// 1. Resolve.
+	ex.runtime = rt
 	p := h.resolve(ex, rt)
 	if p == nil {
 		return
@@ -86,7 +87,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// 4. Latency, then forward.
 	ex.latency, _ = p.Latency.Target(h.roller, key)
-	h.forwardUpstream(ex, rt, p)
+	h.forwardUpstream(ex, p)
 }
 
 // requestID reuses the client's X-Request-ID or mints a UUID v4.
@@ -130,10 +131,10 @@ func (h *Handler) drop(ex *exchange, l *fault.Loss) {
 	apierr.WriteStatus(ex, l.Status, apierr.LossInjected, fmt.Sprintf("request dropped by injected loss (status %d)", l.Status))
 }
 
-func (h *Handler) forwardUpstream(ex *exchange, rt *runtime.Runtime, p *runtime.Proxy) {
+func (h *Handler) forwardUpstream(ex *exchange, p *runtime.Proxy) {
 	ctx, cancel := context.WithTimeout(ex.req.Context(), p.Timeout)
 	defer cancel()
-	ctx = context.WithValue(ctx, forwardingKey{}, &forwarding{ex: ex, rt: rt})
+	ctx = context.WithValue(ctx, exchangeKey{}, ex)
 	ex.upstreamStart = time.Now()
 	h.forward.ServeHTTP(ex, ex.req.WithContext(ctx))
 }
@@ -161,41 +162,21 @@ func (h *Handler) finish(ex *exchange) {
 }
 
 func (h *Handler) logRequest(ex *exchange) {
-	if !h.log.Enabled(ex.req.Context(), slog.LevelInfo) {
-		return
+	line := telemetry.RequestLine{
+		RequestID:         ex.requestID,
+		Mock:              ex.mock,
+		Method:            ex.req.Method,
+		Path:              ex.req.URL.Path,
+		Status:            ex.status,
+		Duration:          ex.headerAt,
+		UpstreamContacted: ex.upstreamContacted,
+		UpstreamStatus:    ex.upstreamStatus,
+		UpstreamDuration:  ex.upstreamDuration,
+		LossInjected:      ex.lossInjected,
+		LatencyInjected:   ex.latencyWaited,
 	}
-	attrs := make([]slog.Attr, 0, 12)
-	proxy := ""
 	if ex.proxy != nil {
-		proxy = ex.proxy.Name
+		line.Proxy = ex.proxy.Name
 	}
-	attrs = append(attrs,
-		slog.String("request_id", ex.requestID),
-		slog.String("proxy", proxy),
-	)
-	if ex.mock != "" {
-		attrs = append(attrs, slog.String("mock", ex.mock))
-	}
-	attrs = append(attrs,
-		slog.String("method", ex.req.Method),
-		slog.String("path", ex.req.URL.Path),
-		slog.Int("status", ex.status),
-		slog.Float64("duration_ms", ms(ex.headerAt)),
-		slog.Bool("upstream_contacted", ex.upstreamContacted),
-	)
-	if ex.upstreamContacted {
-		attrs = append(attrs,
-			slog.Int("upstream_status", ex.upstreamStatus),
-			slog.Float64("upstream_duration_ms", ms(ex.upstreamDuration)),
-		)
-	}
-	attrs = append(attrs,
-		slog.Bool("loss_injected", ex.lossInjected),
-		slog.Float64("latency_injected_ms", ms(ex.latencyWaited)),
-	)
-	h.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
-}
-
-func ms(d time.Duration) float64 {
-	return float64(d.Microseconds()) / 1000
+	h.log.LogRequest(&line)
 }

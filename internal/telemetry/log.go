@@ -37,6 +37,7 @@ type Logger struct {
 	*slog.Logger
 	Level *slog.LevelVar
 	out   *AsyncWriter
+	json  bool
 }
 
 // NewLogger builds a logger writing json or text lines to w through an
@@ -60,7 +61,7 @@ func NewLogger(w io.Writer, level, format string) *Logger {
 	} else {
 		h = slog.NewJSONHandler(out, opts)
 	}
-	return &Logger{Logger: slog.New(h), Level: lv, out: out}
+	return &Logger{Logger: slog.New(h), Level: lv, out: out, json: format != "text"}
 }
 
 // Flush writes out every line still queued.
@@ -100,11 +101,21 @@ func NewAsyncWriter(dst io.Writer, depth int) *AsyncWriter {
 }
 
 func (a *AsyncWriter) Write(p []byte) (int, error) {
-	b := a.pool.Get().(*[]byte)
-	*b = append((*b)[:0], p...)
-	a.queue <- queued{line: b}
+	b := a.buffer()
+	*b = append(*b, p...)
+	a.enqueue(b)
 	return len(p), nil
 }
+
+// buffer is an empty pooled line for a caller that encodes in place.
+func (a *AsyncWriter) buffer() *[]byte {
+	b := a.pool.Get().(*[]byte)
+	*b = (*b)[:0]
+	return b
+}
+
+// enqueue hands a line from buffer to the writing goroutine.
+func (a *AsyncWriter) enqueue(b *[]byte) { a.queue <- queued{line: b} }
 
 func (a *AsyncWriter) run() {
 	for q := range a.queue {
@@ -126,5 +137,9 @@ func (a *AsyncWriter) Flush() {
 	<-ack
 }
 
-// Discard is a logger for tests and for code that must log nowhere.
-func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+// Nop is a Logger that logs nothing and does no work for it.
+func Nop() *Logger {
+	lv := new(slog.LevelVar)
+	lv.Set(slog.LevelError + 1)
+	return &Logger{Logger: slog.New(slog.DiscardHandler), Level: lv}
+}
