@@ -17,9 +17,11 @@ import (
 
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/proxy"
+	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 	"github.com/doppelproxy/doppel/internal/version"
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 )
 
@@ -96,6 +98,8 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		return err
 	}
 	goruntime.GOMAXPROCS(f.workers)
+	// Request ids are UUID v4: draw their randomness in batches.
+	uuid.EnableRandPool()
 
 	src, err := readDocument(opts)
 	if err != nil {
@@ -133,7 +137,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		return failed("the proxy listener cannot bind %s: %v", addr, err)
 	}
 	srv := &http.Server{
-		Handler:           proxy.New(holder, proxy.Options{Log: logger}),
+		Handler:           proxy.New(holder, proxy.Options{Log: logger, Templates: render.NewFiles(string(doc.Templates.Dir))}),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       2 * time.Minute,

@@ -24,6 +24,7 @@ type exchange struct {
 	proxy     *runtime.Proxy
 	mock      string
 	target    string // the built upstream path, escaped
+	matchPath string // the request path as sent, leading slashes collapsed
 
 	// latency is the whole-response target; zero when the roll did not fire.
 	latency       time.Duration

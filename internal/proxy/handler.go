@@ -19,6 +19,7 @@ import (
 
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 	"github.com/google/uuid"
@@ -28,10 +29,11 @@ const headerRequestID = "X-Request-Id"
 
 // Handler serves the proxy listener.
 type Handler struct {
-	runtime *runtime.Holder
-	roller  fault.Roller
-	log     *telemetry.Logger
-	forward *httputil.ReverseProxy
+	runtime   *runtime.Holder
+	roller    fault.Roller
+	log       *telemetry.Logger
+	forward   *httputil.ReverseProxy
+	templates *render.Files
 }
 
 // Options configure a Handler.
@@ -42,6 +44,9 @@ type Options struct {
 	Log *telemetry.Logger
 	// Transport reaches the upstreams; NewTransport() when nil.
 	Transport http.RoundTripper
+	// Templates reads mocks' template files; when nil, a mock naming a
+	// file answers TEMPLATE_NOT_FOUND.
+	Templates *render.Files
 }
 
 // New builds the handler over the runtime held by h.
@@ -58,8 +63,9 @@ func New(h *runtime.Holder, opts Options) *Handler {
 	return &Handler{
 		runtime: h,
 		roller:  opts.Roller,
-		log:     opts.Log,
-		forward: newForwarder(opts.Transport, opts.Log.Logger),
+		log:       opts.Log,
+		forward:   newForwarder(opts.Transport, opts.Log.Logger),
+		templates: opts.Templates,
 	}
 }
 
@@ -78,9 +84,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.confine(ex, p) {
 		return
 	}
-	// 3. Mock or loss. Mocks slot in here: a matched mock that wins its
-	//    replace roll rolls its own loss only, then renders.
+	// 3. A mock that matches and wins its replace roll answers, after its
+	//    own loss roll only. A mock that loses is as if it did not match.
 	key := fault.Key{Proxy: p.Name, RequestID: ex.requestID}
+	if m, sub := p.Match(ex.req.Method, ex.matchPath); m != nil {
+		mkey := key
+		mkey.Mock = m.Name
+		if m.Replace.Fires(h.roller, mkey) {
+			h.answerMock(ex, p, m, sub, mkey)
+			return
+		}
+	}
 	if p.Loss.Fires(h.roller, key) {
 		h.drop(ex, p.Loss)
 		return
@@ -116,6 +130,7 @@ func (h *Handler) confine(ex *exchange, p *runtime.Proxy) bool {
 	path, ok := requestPath(ex.req)
 	if ok {
 		ex.target, ok = buildTarget(p.BasePath, path)
+		ex.matchPath = collapseLeadingSlashes(path)
 	}
 	if !ok {
 		apierr.Write(ex, apierr.InvalidRequestPath, "the request path would leave the proxy's upstream")

@@ -6,15 +6,18 @@
 package runtime
 
 import (
+	"fmt"
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"regexp"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/doppelproxy/doppel/internal/render"
 )
 
 // Runtime is one compiled configuration.
@@ -49,6 +52,40 @@ type Proxy struct {
 	Loss    *fault.Loss
 	Latency *fault.Latency
 	Replace fault.Replace
+	// Mocks in document order; the first match wins.
+	Mocks []*Mock
+}
+
+// Mock is one compiled mock, with the fault settings that apply when it
+// answers already resolved: replace is its own else the proxy's; loss is
+// its own only, never the proxy's; latency is its own instead of the
+// proxy's, never added to it.
+type Mock struct {
+	Name    string
+	Method  string
+	Pattern *regexp.Regexp
+	Replace fault.Replace
+	Loss    *fault.Loss
+	Latency *fault.Latency
+	Render  *render.Mock
+	// Hits counts the requests this mock was chosen for (its replace roll
+	// fired), for the metrics.
+	Hits atomic.Uint64
+}
+
+// Match finds the first mock whose method equals method and whose pattern
+// matches path (a leading run of slashes already collapsed to one), with
+// the pattern's submatches.
+func (p *Proxy) Match(method, path string) (*Mock, []string) {
+	for _, m := range p.Mocks {
+		if m.Method != method {
+			continue
+		}
+		if sub := m.Pattern.FindStringSubmatch(path); sub != nil {
+			return m, sub
+		}
+	}
+	return nil, nil
 }
 
 // Compile builds a Runtime from a valid, normalised document.
@@ -59,7 +96,10 @@ func Compile(doc *config.Document) (*Runtime, error) {
 	}
 	rt := &Runtime{Document: doc, Revision: rev}
 	for i := range doc.Proxies {
-		p := compileProxy(&doc.Proxies[i])
+		p, err := compileProxy(&doc.Proxies[i])
+		if err != nil {
+			return nil, err
+		}
 		rt.Proxies = append(rt.Proxies, p)
 		if p.ResolveHeader == "" {
 			if rt.Default == nil {
@@ -75,7 +115,7 @@ func Compile(doc *config.Document) (*Runtime, error) {
 	return rt, nil
 }
 
-func compileProxy(c *config.Proxy) *Proxy {
+func compileProxy(c *config.Proxy) (*Proxy, error) {
 	u := *c.URL.URL()
 	base := u.EscapedPath()
 	if base == "" || base[len(base)-1] != '/' {
@@ -100,7 +140,39 @@ func compileProxy(c *config.Proxy) *Proxy {
 			p.Inject.Set(string(k), string(v))
 		}
 	}
-	return p
+	for i := range c.Mocks {
+		m, err := compileMock(p, &c.Mocks[i])
+		if err != nil {
+			return nil, fmt.Errorf("proxy %s: %w", p.Name, err)
+		}
+		p.Mocks = append(p.Mocks, m)
+	}
+	return p, nil
+}
+
+func compileMock(p *Proxy, c *config.Mock) (*Mock, error) {
+	r, err := render.Compile(c)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mock{
+		Name:    string(c.Name),
+		Method:  string(c.Request.Method),
+		Pattern: c.Request.URL.Regexp(),
+		Replace: p.Replace,
+		Latency: p.Latency,
+		Render:  r,
+	}
+	if o := c.Proxy; o != nil {
+		if o.Replace != nil {
+			m.Replace = fault.Replace(*o.Replace)
+		}
+		m.Loss = compileLoss(o.Loss)
+		if o.Latency != nil {
+			m.Latency = compileLatency(o.Latency)
+		}
+	}
+	return m, nil
 }
 
 func compileLoss(l *config.Loss) *fault.Loss {

@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/doppelproxy/doppel/internal/render"
+	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/doppelproxy/doppel/internal/version"
+)
+
+// collapseLeadingSlashes turns `//api/x` into `/api/x` for mock matching
+// only; `/a//b` keeps its middle segment.
+func collapseLeadingSlashes(p string) string {
+	i := 0
+	for i+1 < len(p) && p[i] == '/' && p[i+1] == '/' {
+		i++
+	}
+	return p[i:]
+}
+
+// answerMock answers from a mock that won its replace roll: the mock's own
+// loss (never the proxy's), then its latency (its own, else the proxy's),
+// then the rendered answer.
+func (h *Handler) answerMock(ex *exchange, p *runtime.Proxy, m *runtime.Mock, sub []string, key fault.Key) {
+	ex.mock = m.Name
+	m.Hits.Add(1)
+	if m.Loss.Fires(h.roller, key) {
+		h.drop(ex, m.Loss)
+		return
+	}
+	ex.latency, _ = m.Latency.Target(h.roller, key)
+
+	in := render.Input{Submatches: sub, Header: ex.req.Header, RawQuery: ex.req.URL.RawQuery}
+	if m.Render.ReadsBody() {
+		body, ok := h.readBody(ex, p)
+		if !ok {
+			return
+		}
+		in.Body = body
+	}
+	sys := h.system(ex, p, m)
+	vars, err := m.Render.Variables(&in, &sys)
+	if err == nil {
+		var a *render.Answer
+		if a, err = m.Render.Render(vars, h.templates, p.Name); err == nil {
+			writeAnswer(ex, a)
+			return
+		}
+	}
+	h.mockFailed(ex, err)
+}
+
+// readBody buffers the request body up to the proxy's body_limit; a larger
+// body is refused, never quietly forwarded.
+func (h *Handler) readBody(ex *exchange, p *runtime.Proxy) ([]byte, bool) {
+	limit := int64(p.Config.BodyLimit)
+	if ex.req.ContentLength > limit {
+		apierr.Write(ex, apierr.UploadTooLarge, fmt.Sprintf("the request body is over the proxy's body_limit of %d bytes", limit))
+		return nil, false
+	}
+	body, err := io.ReadAll(io.LimitReader(ex.req.Body, limit+1))
+	if err != nil {
+		apierr.Write(ex, apierr.BodyExtractionError, "the request body could not be read: "+err.Error())
+		return nil, false
+	}
+	if int64(len(body)) > limit {
+		apierr.Write(ex, apierr.UploadTooLarge, fmt.Sprintf("the request body is over the proxy's body_limit of %d bytes", limit))
+		return nil, false
+	}
+	return body, true
+}
+
+func (h *Handler) system(ex *exchange, p *runtime.Proxy, m *runtime.Mock) render.System {
+	peer, _, err := net.SplitHostPort(ex.req.RemoteAddr)
+	if err != nil {
+		peer = ex.req.RemoteAddr
+	}
+	return render.System{
+		ProxyName: p.Name,
+		MockName:  m.Name,
+		Version:   version.Version,
+		RequestID: ex.requestID,
+		Method:    ex.req.Method,
+		Path:      ex.req.URL.Path,
+		Host:      ex.req.Host,
+		PeerIP:    peer,
+		RealIP:    realIP(ex.req.Header, peer),
+	}
+}
+
+// realIP is who the request says it is from: X-Real-IP, else the leftmost
+// X-Forwarded-For entry, else the socket's address.
+func realIP(h http.Header, peer string) string {
+	if v := strings.TrimSpace(h.Get("X-Real-Ip")); v != "" {
+		return v
+	}
+	if v := h.Get("X-Forwarded-For"); v != "" {
+		first, _, _ := strings.Cut(v, ",")
+		if first = strings.TrimSpace(first); first != "" {
+			return first
+		}
+	}
+	return peer
+}
+
+func writeAnswer(ex *exchange, a *render.Answer) {
+	hdr := ex.Header()
+	for _, kv := range a.Headers {
+		hdr[kv[0]] = append(hdr[kv[0]], kv[1])
+	}
+	if a.Body != nil {
+		hdr["Content-Length"] = []string{fmt.Sprint(len(a.Body))}
+	}
+	ex.WriteHeader(a.Status)
+	if len(a.Body) > 0 && ex.req.Method != http.MethodHead {
+		_, _ = ex.Write(a.Body)
+	}
+}
+
+func (h *Handler) mockFailed(ex *exchange, err error) {
+	var re *render.Error
+	if !errors.As(err, &re) {
+		apierr.Write(ex, apierr.TemplateRenderError, err.Error())
+		return
+	}
+	switch re.Kind {
+	case render.TemplateMissing:
+		apierr.Write(ex, apierr.TemplateNotFound, re.Message)
+	case render.BodyNotJSON:
+		apierr.Write(ex, apierr.BodyExtractionError, re.Message)
+	default:
+		apierr.Write(ex, apierr.TemplateRenderError, re.Message)
+	}
+}
