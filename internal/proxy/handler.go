@@ -61,8 +61,8 @@ func New(h *runtime.Holder, opts Options) *Handler {
 		opts.Transport = NewTransport()
 	}
 	return &Handler{
-		runtime: h,
-		roller:  opts.Roller,
+		runtime:   h,
+		roller:    opts.Roller,
 		log:       opts.Log,
 		forward:   newForwarder(opts.Transport, opts.Log.Logger),
 		templates: opts.Templates,
