@@ -3,8 +3,6 @@ package jinja
 import (
 	"strings"
 	"testing"
-
-	"github.com/nikolalohinski/gonja/v2/exec"
 )
 
 func TestCompileReportsSyntaxOnOneLine(t *testing.T) {
@@ -23,12 +21,12 @@ func TestUndefinedIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tpl.ExecuteToString(exec.NewContext(map[string]any{})); err == nil {
+	if _, err := tpl.ExecuteToBytes(NewVars()); err == nil {
 		t.Fatal("an undefined variable rendered without error")
 	}
 	tpl, _ = Compile("[{{ missing | default('') }}]")
-	out, err := tpl.ExecuteToString(exec.NewContext(map[string]any{}))
-	if err != nil || out != "[]" {
+	out, err := tpl.ExecuteToBytes(NewVars())
+	if err != nil || string(out) != "[]" {
 		t.Fatalf("default('') did not opt out: %q, %v", out, err)
 	}
 }
@@ -39,9 +37,26 @@ func TestTemplatesCannotReadFiles(t *testing.T) {
 		if err != nil {
 			continue // refused at compile time: fine
 		}
-		out, err := tpl.ExecuteToString(exec.NewContext(map[string]any{}))
+		out, err := tpl.ExecuteToBytes(NewVars())
 		if err == nil {
 			t.Errorf("%s rendered %q", src, out)
 		}
+	}
+}
+
+func TestTemplatesDoNotLeakIntoEachOther(t *testing.T) {
+	setter, _ := Compile(`{% set x = 1 %}{{ x }}`)
+	reader, _ := Compile(`{{ x | default("unset") }}`)
+	vars := NewVars()
+	vars.Set("y", 2)
+	if out, err := setter.ExecuteToBytes(vars); err != nil || string(out) != "1" {
+		t.Fatalf("%q %v", out, err)
+	}
+	if out, err := reader.ExecuteToBytes(vars); err != nil || string(out) != "unset" {
+		t.Fatalf("a variable set by one template was seen by another: %q %v", out, err)
+	}
+	ranged, _ := Compile(`{% for i in range(3) %}{{ i }}{% endfor %}{{ y }}`)
+	if out, err := ranged.ExecuteToBytes(vars); err != nil || string(out) != "0122" {
+		t.Fatalf("global functions or variables are missing: %q %v", out, err)
 	}
 }

@@ -6,13 +6,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
-	"github.com/doppelproxy/doppel/internal/version"
 )
 
 // collapseLeadingSlashes turns `//api/x` into `/api/x` for mock matching
@@ -45,16 +45,13 @@ func (h *Handler) answerMock(ex *exchange, p *runtime.Proxy, m *runtime.Mock, su
 		}
 		in.Body = body
 	}
-	sys := h.system(ex, p, m)
-	vars, err := m.Render.Variables(&in, &sys)
-	if err == nil {
-		var a *render.Answer
-		if a, err = m.Render.Render(vars, h.templates, p.Name); err == nil {
-			writeAnswer(ex, a)
-			return
-		}
+	sys := system(ex)
+	a, err := m.Render.Answer(&in, &sys, h.templates, p.Name)
+	if err != nil {
+		h.mockFailed(ex, err)
+		return
 	}
-	h.mockFailed(ex, err)
+	writeAnswer(ex, a)
 }
 
 // readBody buffers the request body up to the proxy's body_limit; a larger
@@ -77,17 +74,13 @@ func (h *Handler) readBody(ex *exchange, p *runtime.Proxy) ([]byte, bool) {
 	return body, true
 }
 
-func (h *Handler) system(ex *exchange, p *runtime.Proxy, m *runtime.Mock) render.System {
+func system(ex *exchange) render.Request {
 	peer, _, err := net.SplitHostPort(ex.req.RemoteAddr)
 	if err != nil {
 		peer = ex.req.RemoteAddr
 	}
-	return render.System{
-		ProxyName: p.Name,
-		MockName:  m.Name,
-		Version:   version.Version,
+	return render.Request{
 		RequestID: ex.requestID,
-		Method:    ex.req.Method,
 		Path:      ex.req.URL.Path,
 		Host:      ex.req.Host,
 		PeerIP:    peer,
@@ -116,7 +109,7 @@ func writeAnswer(ex *exchange, a *render.Answer) {
 		hdr[kv[0]] = append(hdr[kv[0]], kv[1])
 	}
 	if a.Body != nil {
-		hdr["Content-Length"] = []string{fmt.Sprint(len(a.Body))}
+		hdr["Content-Length"] = []string{strconv.Itoa(len(a.Body))}
 	}
 	ex.WriteHeader(a.Status)
 	if len(a.Body) > 0 && ex.req.Method != http.MethodHead {

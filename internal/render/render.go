@@ -16,7 +16,7 @@ import (
 
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/jinja"
-	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/doppelproxy/doppel/internal/version"
 )
 
 // ErrorKind says which of the mock errors an Error is.
@@ -54,10 +54,22 @@ type Mock struct {
 	bodyVar   []selectorVar
 
 	kind        bodyKind
-	inline      *jinja.Template
+	inline      template
 	file        string
 	contentType string // the default; a response header may override it
 	headers     []headerTemplate
+	constant    [4]any              // proxy_name, mock_name, doppel_version, method
+	names       map[string]struct{} // every name the inline templates hold
+}
+
+// mentions reports whether any template of the answer (file may be nil)
+// can read a variable called name: only those are bound, which spares
+// boxing values nobody reads.
+func (m *Mock) mentions(file *jinja.Template, name string) bool {
+	if _, ok := m.names[name]; ok {
+		return true
+	}
+	return file != nil && file.Mentions(name)
 }
 
 type bodyKind uint8
@@ -78,16 +90,42 @@ type selectorVar struct {
 
 type headerTemplate struct {
 	name string
-	tpl  *jinja.Template
+	tpl  template
 }
 
-// Compile builds a Mock from its configuration. Templates were checked by
-// rule V21; a failure here means the document skipped validation.
-func Compile(m *config.Mock) (*Mock, error) {
+// template is a compiled template, or the literal text of one that has no
+// Jinja2 syntax at all, which needs no execution.
+type template struct {
+	tpl     *jinja.Template
+	literal []byte
+}
+
+func compileTemplate(src string) (template, error) {
+	if !strings.Contains(src, "{{") && !strings.Contains(src, "{%") && !strings.Contains(src, "{#") {
+		return template{literal: []byte(src)}, nil
+	}
+	t, err := jinja.Compile(src)
+	return template{tpl: t}, err
+}
+
+func (t template) execute(vars *jinja.Vars) ([]byte, error) {
+	if t.tpl == nil {
+		return t.literal, nil
+	}
+	return t.tpl.ExecuteToBytes(vars)
+}
+
+// Compile builds a Mock of proxy from its configuration. Templates were
+// checked by rule V21; a failure here means the document skipped
+// validation.
+func Compile(proxy string, m *config.Mock) (*Mock, error) {
 	c := &Mock{
 		Name:   string(m.Name),
 		Status: int(m.Response.Status),
 		groups: m.Request.URL.Regexp().SubexpNames(),
+		// The system variables that cannot change between requests are
+		// made interface values once, here, rather than per request.
+		constant: [4]any{proxy, string(m.Name), version.Version, string(m.Request.Method)},
 	}
 	for _, name := range sortedKeys(m.Request.Headers) {
 		c.headerVar = append(c.headerVar, headerVar{name, textproto.CanonicalMIMEHeaderKey(string(m.Request.Headers[name]))})
@@ -103,10 +141,10 @@ func Compile(m *config.Mock) (*Mock, error) {
 	switch {
 	case r.Body != nil:
 		c.kind, c.contentType = bodyText, "text/plain; charset=utf-8"
-		c.inline, err = jinja.Compile(string(*r.Body))
+		c.inline, err = compileTemplate(string(*r.Body))
 	case r.JSON != nil:
 		c.kind, c.contentType = bodyJSON, "application/json"
-		c.inline, err = jinja.Compile(string(*r.JSON))
+		c.inline, err = compileTemplate(string(*r.JSON))
 	case r.Template != nil:
 		c.kind, c.file = bodyFile, string(*r.Template)
 		c.contentType = contentTypeOf(c.file)
@@ -115,23 +153,38 @@ func Compile(m *config.Mock) (*Mock, error) {
 		return nil, fmt.Errorf("mock %s: %w", m.Name, err)
 	}
 	for _, name := range sortedKeys(r.Headers) {
-		t, err := jinja.Compile(string(r.Headers[name]))
+		t, err := compileTemplate(string(r.Headers[name]))
 		if err != nil {
 			return nil, fmt.Errorf("mock %s: header %s: %w", m.Name, name, err)
 		}
 		c.headers = append(c.headers, headerTemplate{textproto.CanonicalMIMEHeaderKey(string(name)), t})
 	}
+	c.names = map[string]struct{}{}
+	for _, t := range append([]template{c.inline}, headerTemplates(c.headers)...) {
+		if t.tpl != nil {
+			t.tpl.AddNames(c.names)
+		}
+	}
 	return c, nil
+}
+
+func headerTemplates(hs []headerTemplate) []template {
+	out := make([]template, len(hs))
+	for i, h := range hs {
+		out[i] = h.tpl
+	}
+	return out
 }
 
 // ReadsBody reports whether the mock needs the request body buffered.
 func (m *Mock) ReadsBody() bool { return len(m.bodyVar) > 0 }
 
-// System are the nine variables Doppel binds into every render, after the
-// user's own. All are always defined.
-type System struct {
-	ProxyName, MockName, Version, RequestID string
-	Method, Path, Host, PeerIP, RealIP      string
+// Request are the system variables that vary per request. With the
+// proxy's and the mock's names, the version and the method (which the mock
+// matched exactly) they are the nine variables Doppel binds into every
+// render, after the user's own. All are always defined.
+type Request struct {
+	RequestID, Path, Host, PeerIP, RealIP string
 }
 
 // Input is what variables are extracted from.
@@ -142,18 +195,43 @@ type Input struct {
 	Body       []byte // only when ReadsBody
 }
 
-// Variables extracts the mock's variables, then binds the system ones over
-// them. A missing header, parameter or key binds nothing.
-func (m *Mock) Variables(in *Input, sys *System) (map[string]any, error) {
-	vars := make(map[string]any, len(m.groups)+len(m.headerVar)+len(m.queryVar)+len(m.bodyVar)+9)
+// Answer extracts the mock's variables, binds the system ones over them,
+// and renders the response. files is where a template file is read from
+// (at request time); proxy names its directory.
+func (m *Mock) Answer(in *Input, sys *Request, files *Files, proxy string) (*Answer, error) {
+	var file *jinja.Template
+	if m.kind == bodyFile {
+		t, err := files.Template(proxy, m.file)
+		if err != nil {
+			return nil, err
+		}
+		file = t
+	}
+	vars, err := m.variables(in, sys, file)
+	if err != nil {
+		return nil, err
+	}
+	return m.render(vars, file)
+}
+
+// variables extracts the mock's variables, then binds the system ones over
+// them. A missing header, parameter or key binds nothing; a variable no
+// template mentions is not bound at all.
+func (m *Mock) variables(in *Input, sys *Request, file *jinja.Template) (*jinja.Vars, error) {
+	vars := jinja.NewVars()
+	set := func(name string, value any) {
+		if m.mentions(file, name) {
+			vars.Set(name, value)
+		}
+	}
 	for i, name := range m.groups {
-		if name != "" && i < len(in.Submatches) {
-			vars[name] = in.Submatches[i]
+		if name != "" && i < len(in.Submatches) && m.mentions(file, name) {
+			vars.Set(name, in.Submatches[i])
 		}
 	}
 	for _, h := range m.headerVar {
-		if v := in.Header[h.header]; len(v) > 0 {
-			vars[h.name] = v[0]
+		if v := in.Header[h.header]; len(v) > 0 && m.mentions(file, h.name) {
+			vars.Set(h.name, v[0])
 		}
 	}
 	if len(m.queryVar) > 0 {
@@ -161,7 +239,7 @@ func (m *Mock) Variables(in *Input, sys *System) (map[string]any, error) {
 		for _, s := range m.queryVar {
 			key := strings.Join(s.keys, ".")
 			if v, ok := q[key]; ok && len(v) > 0 {
-				vars[s.name] = v[0]
+				set(s.name, v[0])
 			}
 		}
 	}
@@ -176,20 +254,20 @@ func (m *Mock) Variables(in *Input, sys *System) (map[string]any, error) {
 			return nil, fail(BodyNotJSON, "the request body holds more than one JSON value, but mock %s extracts from it", m.Name)
 		}
 		for _, s := range m.bodyVar {
-			if v, ok := selectKeys(doc, s.keys); ok {
-				vars[s.name] = jsonValue(v)
+			if v, ok := selectKeys(doc, s.keys); ok && m.mentions(file, s.name) {
+				vars.Set(s.name, jsonValue(v))
 			}
 		}
 	}
-	vars["proxy_name"] = sys.ProxyName
-	vars["mock_name"] = sys.MockName
-	vars["doppel_version"] = sys.Version
-	vars["request_id"] = sys.RequestID
-	vars["method"] = sys.Method
-	vars["path"] = sys.Path
-	vars["host"] = sys.Host
-	vars["peer_ip"] = sys.PeerIP
-	vars["real_ip"] = sys.RealIP
+	set("proxy_name", m.constant[0])
+	set("mock_name", m.constant[1])
+	set("doppel_version", m.constant[2])
+	set("method", m.constant[3])
+	set("request_id", sys.RequestID)
+	set("path", sys.Path)
+	set("host", sys.Host)
+	set("peer_ip", sys.PeerIP)
+	set("real_ip", sys.RealIP)
 	return vars, nil
 }
 
@@ -235,24 +313,16 @@ type Answer struct {
 	Body    []byte
 }
 
-// Render renders the response with vars. files is where a template file is
-// read from (at request time); proxy names its directory.
-func (m *Mock) Render(vars map[string]any, files *Files, proxy string) (*Answer, error) {
-	ctx := exec.NewContext(vars)
+// render renders the response with vars; file is the body's template
+// when it comes from a file.
+func (m *Mock) render(vars *jinja.Vars, file *jinja.Template) (*Answer, error) {
 	a := &Answer{Status: m.Status}
-	var body *jinja.Template
-	switch m.kind {
-	case bodyText, bodyJSON:
-		body = m.inline
-	case bodyFile:
-		t, err := files.Template(proxy, m.file)
-		if err != nil {
-			return nil, err
-		}
-		body = t
+	body, hasBody := m.inline, m.kind != bodyNone
+	if file != nil {
+		body = template{tpl: file}
 	}
-	if body != nil {
-		out, err := body.ExecuteToBytes(ctx)
+	if hasBody {
+		out, err := body.execute(vars)
 		if err != nil {
 			return nil, fail(RenderFailed, "mock %s: %s", m.Name, reason(err))
 		}
@@ -263,7 +333,8 @@ func (m *Mock) Render(vars map[string]any, files *Files, proxy string) (*Answer,
 	}
 	contentType, explicit := m.contentType, false
 	for _, h := range m.headers {
-		v, err := h.tpl.ExecuteToString(ctx)
+		out, err := h.tpl.execute(vars)
+		v := string(out)
 		if err != nil {
 			return nil, fail(RenderFailed, "mock %s: header %s: %s", m.Name, h.name, reason(err))
 		}

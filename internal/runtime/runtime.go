@@ -151,7 +151,7 @@ func compileProxy(c *config.Proxy) (*Proxy, error) {
 }
 
 func compileMock(p *Proxy, c *config.Mock) (*Mock, error) {
-	r, err := render.Compile(c)
+	r, err := render.Compile(p.Name, c)
 	if err != nil {
 		return nil, err
 	}
