@@ -98,3 +98,40 @@ func TestStreamsBothWaysWithBoundedMemory(t *testing.T) {
 	}
 	t.Logf("heap in use peaked at %d MiB", peak.Load()>>20)
 }
+
+// TestClientThatLeavesReleasesTheUpstream: a client that disconnects in the
+// middle of a streamed response must end the upstream exchange at once.
+func TestClientThatLeavesReleasesTheUpstream(t *testing.T) {
+	released := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(released)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		chunk := make([]byte, 4096)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			http.NewResponseController(w).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}))
+	defer up.Close()
+	d := start(t, oneProxy(up.URL, "timeout: 600"), nil)
+	res, err := http.Get(d.URL + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(res.Body, make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close() // the client goes away mid-stream
+	select {
+	case <-released:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream kept streaming after the client left")
+	}
+}
