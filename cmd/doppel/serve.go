@@ -67,8 +67,8 @@ func (f *serveFlags) resolve(cmd *cobra.Command) error {
 	if !cmd.Flags().Changed("workers") {
 		if v := strings.TrimSpace(os.Getenv(envWorkers)); v != "" {
 			n, err := strconv.Atoi(v)
-			if err != nil {
-				return usage("%s must be a whole number, not %q", envWorkers, v)
+			if err != nil || n < 1 {
+				return usage("%s must be a whole number of at least 1, not %q", envWorkers, v)
 			}
 			f.workers = n
 		} else {
@@ -116,6 +116,11 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 
 	logger := telemetry.NewLogger(stdout, string(doc.Logging.Level), string(doc.Logging.Format))
 	defer logger.Flush()
+	if v := strings.TrimSpace(os.Getenv(telemetry.EnvLog)); v != "" {
+		if _, ok := telemetry.ParseLevel(v); !ok {
+			logger.Warn(telemetry.EnvLog+" is not a level (trace, debug, info, warn, error); logging.level applies", "value", v)
+		}
+	}
 	for _, a := range config.Advisories(doc) {
 		logger.Warn(a.Message, "path", a.Path)
 	}
@@ -146,6 +151,11 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     log.New(io.Discard, "", 0),
 	}
+	// Signals are ours before anyone can see the listener: a SIGTERM sent
+	// the moment the startup line appears is a graceful shutdown.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info("doppel is serving",
@@ -156,9 +166,6 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		"workers", f.workers,
 	)
 
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(signals)
 	select {
 	case err := <-served:
 		return failed("the proxy listener stopped: %v", err)
