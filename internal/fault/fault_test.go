@@ -1,0 +1,67 @@
+package fault
+
+import (
+	"testing"
+	"time"
+)
+
+type fixed float64
+
+func (f fixed) Float64(Key) float64 { return float64(f) }
+
+type byRoll map[Roll]float64
+
+func (b byRoll) Float64(k Key) float64 { return b[k.Roll] }
+
+func TestFires(t *testing.T) {
+	cases := []struct {
+		p, roll float64
+		want    bool
+	}{
+		{0, 0, false}, {0, 0.999, false}, {1, 0.999, true}, {1, 0, true},
+		{0.5, 0.49, true}, {0.5, 0.5, false}, {0.1, 0.0999, true}, {0.1, 0.1, false},
+	}
+	for _, c := range cases {
+		if got := Fires(fixed(c.roll), Key{}, c.p); got != c.want {
+			t.Errorf("Fires(p=%v, roll=%v) = %v", c.p, c.roll, got)
+		}
+	}
+}
+
+func TestLossAndReplace(t *testing.T) {
+	var none *Loss
+	if none.Fires(fixed(0), Key{}) {
+		t.Fatal("no loss fired")
+	}
+	l := &Loss{Percentage: 0.3, Status: 503}
+	if !l.Fires(byRoll{RollLoss: 0.2}, Key{}) || l.Fires(byRoll{RollLoss: 0.3}, Key{}) {
+		t.Fatal("loss does not roll its own draw")
+	}
+	if !Replace(0.5).Fires(byRoll{RollReplace: 0.1, RollLoss: 0.9}, Key{}) {
+		t.Fatal("replace does not roll its own draw")
+	}
+}
+
+func TestLatencyTarget(t *testing.T) {
+	var none *Latency
+	if _, ok := none.Target(fixed(0), Key{}); ok {
+		t.Fatal("no latency fired")
+	}
+	l := &Latency{Percentage: 0.5, Min: 200 * time.Millisecond, Max: 400 * time.Millisecond}
+	if _, ok := l.Target(byRoll{RollLatency: 0.5}, Key{}); ok {
+		t.Fatal("latency fired at the share")
+	}
+	for _, draw := range []float64{0, 0.25, 0.5, 0.999999999} {
+		d, ok := l.Target(byRoll{RollLatency: 0.1, RollLatencyDraw: draw}, Key{})
+		if !ok || d < l.Min || d > l.Max {
+			t.Errorf("draw %v gave %v (%v), want within [%v, %v]", draw, d, ok, l.Min, l.Max)
+		}
+	}
+	if d, _ := l.Target(byRoll{RollLatency: 0.1, RollLatencyDraw: 0.5}, Key{}); d != 300*time.Millisecond {
+		t.Errorf("the draw is not uniform over [min, max]: %v", d)
+	}
+	fixedDelay := &Latency{Percentage: 1, Min: time.Second, Max: time.Second}
+	if d, ok := fixedDelay.Target(fixed(0.7), Key{}); !ok || d != time.Second {
+		t.Errorf("min == max gave %v", d)
+	}
+}

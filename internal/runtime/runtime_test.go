@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/doppelproxy/doppel/internal/config"
+)
+
+const head = "server: {host: 127.0.0.1, port: 8080}\nadmin: {host: 127.0.0.1, port: 8081}\n"
+
+func compile(t *testing.T, src string) *Runtime {
+	t.Helper()
+	doc, err := config.Load([]byte(head + src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := Compile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func TestCompileResolvesMockFaults(t *testing.T) {
+	rt := compile(t, `proxies:
+  - name: zeta
+    type: http
+    url: https://h/api
+    replace: 0.25
+    loss: {percentage: 0.5, status: 503}
+    latency: {percentage: 1, min: 1, max: 2}
+    headers: {x-injected: a}
+    mocks:
+      - {name: inherits, request: {method: GET, url: x}, response: {status: 200}}
+      - name: own
+        request: {method: GET, url: y}
+        response: {status: 200}
+        proxy: {replace: 1, loss: {percentage: 0.1, status: 429}, latency: {percentage: 1, min: 0.1, max: 0.2}}
+`)
+	p := rt.Proxies[0]
+	if p.BasePath != "/api/" || p.Inject.Get("X-Injected") != "a" || p.Timeout.Seconds() != 30 {
+		t.Fatalf("proxy: %+v", p)
+	}
+	inherits, own := p.Mocks[0], p.Mocks[1]
+	if inherits.Replace != 0.25 || inherits.Loss != nil || inherits.Latency != p.Latency {
+		t.Errorf("a mock without its own block: replace %v, loss %v, latency %v", inherits.Replace, inherits.Loss, inherits.Latency)
+	}
+	if own.Replace != 1 || own.Loss.Status != 429 || own.Latency.Max.Seconds() != 0.2 {
+		t.Errorf("a mock with its own block: %+v", own)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	rt := compile(t, `proxies:
+  - {name: zeta, type: http, url: 'http://h', resolve: {type: header, header: x-backend}}
+  - {name: alpha, type: http, url: 'http://h', resolve: {type: header, header: X-Other}}
+  - {name: dflt, type: http, url: 'http://h'}
+`)
+	h := http.Header{}
+	if rt.Resolve(h).Name != "dflt" {
+		t.Fatal("no header did not reach the default")
+	}
+	h.Set("X-Other", "alpha")
+	h.Set("X-Backend", "zeta")
+	if rt.Resolve(h).Name != "zeta" {
+		t.Fatal("configuration order did not decide")
+	}
+	if len(rt.ResolutionHeaders) != 2 || rt.ResolutionHeaders[0] != "X-Backend" {
+		t.Fatalf("resolution headers %v", rt.ResolutionHeaders)
+	}
+	if rt.Revision == "" {
+		t.Fatal("no revision")
+	}
+}
+
+func TestHolderSwaps(t *testing.T) {
+	a, b := compile(t, ""), compile(t, "proxies: [{name: zeta, type: http, url: 'http://h'}]\n")
+	h := NewHolder(a)
+	if h.Load() != a {
+		t.Fatal("load")
+	}
+	h.Swap(b)
+	if h.Load() != b {
+		t.Fatal("swap")
+	}
+}
