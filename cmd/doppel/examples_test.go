@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"syscall"
@@ -83,4 +84,55 @@ func TestExampleMocksAnswerAsTheirCommentsSay(t *testing.T) {
 	if code := p.waitExit(exitTimeout); code != wantOK {
 		t.Fatalf("want exit 0:\n%s", p)
 	}
+}
+
+// TestServeExternalAddress: redirects from an upstream are rewritten to
+// Doppel's own address, which is the listener's by default (a wildcard bind
+// read as loopback), or DOPPEL_EXTERNAL_URL; the address is logged at
+// startup, and a malformed one refuses to start.
+func TestServeExternalAddress(t *testing.T) {
+	t.Parallel()
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "/v2/next")
+		w.WriteHeader(http.StatusFound)
+	})
+	cfg := serveConfig(t, t.TempDir(), 0, 0, "proxies:\n"+proxyYAML("zeta", up.URL+"/v2/", ""))
+	cases := []struct {
+		name, addr, env, want, source string
+	}{
+		{"listener, wildcard as loopback", "0.0.0.0:0", "", "http://127.0.0.1:PORT/next", "the proxy listener"},
+		{"environment", "127.0.0.1:0", "https://public.example/pre", "https://public.example/pre/next", "DOPPEL_EXTERNAL_URL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := map[string]string{}
+			if c.env != "" {
+				env[envExternalURL] = c.env
+			}
+			p := startProc(t, invocation{args: []string{"serve", "--config", cfg, "--proxy-addr", c.addr}, env: env})
+			addr := p.waitServing()
+			_, port, _ := net.SplitHostPort(addr)
+			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			res, err := client.Get("http://127.0.0.1:" + port + "/x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			want := strings.ReplaceAll(c.want, "PORT", port)
+			if got := res.Header.Get("Location"); got != want {
+				t.Errorf("Location %q, want %q", got, want)
+			}
+			if !strings.Contains(p.stdout(), `"source":"`+c.source+`"`) || !strings.Contains(p.stdout(), `"external_url":"`+strings.TrimSuffix(strings.ReplaceAll(c.want, "PORT", port), "/next")) {
+				t.Errorf("the address was not logged at startup:\n%s", p.stdout())
+			}
+			p.signal(syscall.SIGTERM)
+			p.waitExit(exitTimeout)
+		})
+	}
+	t.Run("malformed", func(t *testing.T) {
+		r := doppel(t, invocation{args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0"}, env: map[string]string{envExternalURL: "ftp://x/"}})
+		if r.code != 1 || !strings.Contains(r.stderr, envExternalURL) {
+			t.Fatalf("want exit 1 naming %s: %s", envExternalURL, r)
+		}
+	})
 }

@@ -27,8 +27,9 @@ import (
 
 // Environment variables of serve's own flags.
 const (
-	envWorkers   = "DOPPEL_WORKERS"
-	envProxyAddr = "DOPPEL_PROXY_ADDR"
+	envWorkers     = "DOPPEL_WORKERS"
+	envProxyAddr   = "DOPPEL_PROXY_ADDR"
+	envExternalURL = "DOPPEL_EXTERNAL_URL"
 )
 
 // drainTimeout bounds how long in-flight requests get after a signal.
@@ -60,6 +61,32 @@ once. A configuration with violations is refused with every one listed.`,
 	fs.IntVar(&f.workers, "workers", 0, "how many OS threads run Go code at once, GOMAXPROCS (env "+envWorkers+"; default: every core)")
 	fs.StringVar(&f.proxyAddr, "proxy-addr", "", "HOST:PORT for the proxy listener instead of server.host:server.port (env "+envProxyAddr+")")
 	return cmd
+}
+
+// externalAddress settles Doppel's own address (SPEC §8.3): the
+// environment, else server.external_url, else the listener's address with
+// a wildcard bind read as loopback.
+func externalAddress(doc *config.Document, addr string, bound net.Addr) (*proxy.External, string, error) {
+	raw, source := "", ""
+	if v := strings.TrimSpace(os.Getenv(envExternalURL)); v != "" {
+		e, err := config.ParseExternalURL(v)
+		if err != nil {
+			return nil, "", failed("%s: %v", envExternalURL, err)
+		}
+		raw, source = e.String(), envExternalURL
+	} else if doc.Server.ExternalURL != nil {
+		raw, source = doc.Server.ExternalURL.String(), "server.external_url"
+	}
+	if raw == "" {
+		host, _, _ := net.SplitHostPort(addr)
+		_, port, _ := net.SplitHostPort(bound.String())
+		return proxy.ListenerExternal(net.JoinHostPort(host, port)), "the proxy listener", nil
+	}
+	e, err := proxy.NewExternal(raw)
+	if err != nil {
+		return nil, "", failed("%s: %v", source, err)
+	}
+	return e, source, nil
 }
 
 // resolve applies the environment to serve's own flags and checks them.
@@ -141,8 +168,18 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	if err != nil {
 		return failed("the proxy listener cannot bind %s: %v", addr, err)
 	}
+	external, source, err := externalAddress(doc, addr, ln.Addr())
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	logger.Info("redirects and bodies naming an upstream are rewritten to this address", "external_url", external.String(), "source", source)
 	srv := &http.Server{
-		Handler:           proxy.New(holder, proxy.Options{Log: logger, Templates: render.NewFiles(string(doc.Templates.Dir))}),
+		Handler: proxy.New(holder, proxy.Options{
+			Log:       logger,
+			Templates: render.NewFiles(string(doc.Templates.Dir)),
+			External:  external,
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       2 * time.Minute,

@@ -47,10 +47,10 @@ func NewTransport() *http.Transport {
 // newForwarder is our forwarding: httputil.ReverseProxy with a Rewrite, a
 // ModifyResponse and an ErrorHandler. The hop-by-hop handling, streaming,
 // trailers and upgrades are the standard library's.
-func newForwarder(t http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
+func (h *Handler) newForwarder(t http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:        rewrite,
-		ModifyResponse: modifyResponse,
+		ModifyResponse: h.modifyResponse,
 		ErrorHandler:   errorHandler(log),
 		Transport:      t,
 		BufferPool:     bufferPool{},
@@ -111,12 +111,45 @@ func setOr(out, in http.Header, key, value string) {
 	out.Set(key, value)
 }
 
-func modifyResponse(res *http.Response) error {
+// modifyResponse records the upstream's answer, then keeps the client
+// behind the proxy: Location and text bodies naming the upstream are
+// rewritten to name Doppel.
+func (h *Handler) modifyResponse(res *http.Response) error {
 	ex := exchangeFrom(res.Request.Context())
 	ex.upstreamContacted = true
 	ex.upstreamStatus = res.StatusCode
 	ex.upstreamDuration = time.Since(ex.upstreamStart)
+
+	c := ex.proxy.Config
+	loc := res.Header.Get("Location")
+	redirects := *c.RewriteRedirects && loc != ""
+	urls := *c.RewriteURLs && hasBody(res) && rewritable(res.Header)
+	if !redirects && !urls {
+		return nil
+	}
+	own := h.externalFor(ex)
+	if own == nil {
+		return nil
+	}
+	rw := newRewriter(ex.proxy, own)
+	if redirects {
+		if v, ok := rw.location(loc, res.Request.URL); ok {
+			res.Header.Set("Location", v)
+		}
+	}
+	if urls {
+		return rw.rewriteBody(res, int64(c.BodyLimit))
+	}
 	return nil
+}
+
+func hasBody(res *http.Response) bool {
+	switch {
+	case res.Request.Method == http.MethodHead,
+		res.StatusCode < 200, res.StatusCode == http.StatusNoContent, res.StatusCode == http.StatusNotModified:
+		return false
+	}
+	return res.Body != nil && res.Body != http.NoBody && res.ContentLength != 0
 }
 
 // errorHandler answers a failed exchange: the proxy's timeout is 504, any

@@ -34,6 +34,7 @@ type Handler struct {
 	log       *telemetry.Logger
 	forward   *httputil.ReverseProxy
 	templates *render.Files
+	external  *External
 }
 
 // Options configure a Handler.
@@ -47,6 +48,9 @@ type Options struct {
 	// Templates reads mocks' template files; when nil, a mock naming a
 	// file answers TEMPLATE_NOT_FOUND.
 	Templates *render.Files
+	// External is Doppel's own address, which redirects and bodies naming
+	// an upstream are rewritten to; nothing is rewritten when nil.
+	External *External
 }
 
 // New builds the handler over the runtime held by h.
@@ -60,13 +64,15 @@ func New(h *runtime.Holder, opts Options) *Handler {
 	if opts.Transport == nil {
 		opts.Transport = NewTransport()
 	}
-	return &Handler{
+	handler := &Handler{
 		runtime:   h,
 		roller:    opts.Roller,
 		log:       opts.Log,
-		forward:   newForwarder(opts.Transport, opts.Log.Logger),
 		templates: opts.Templates,
+		external:  opts.External,
 	}
+	handler.forward = handler.newForwarder(opts.Transport, opts.Log.Logger)
+	return handler
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
