@@ -65,3 +65,18 @@ func TestLatencyTarget(t *testing.T) {
 		t.Errorf("min == max gave %v", d)
 	}
 }
+
+// go test ./internal/fault -run '^$' -bench . -benchmem
+func BenchmarkRolls(b *testing.B) {
+	loss := &Loss{Percentage: 0.1, Status: 503}
+	lat := &Latency{Percentage: 0.5, Min: time.Millisecond, Max: 5 * time.Millisecond}
+	k := Key{Proxy: "zeta", RequestID: "0d7e9a2c-5b1f-4c9e-8a43-2f6d1b7c9e01"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = Replace(0.5).Fires(Random{}, k)
+			_ = loss.Fires(Random{}, k)
+			_, _ = lat.Target(Random{}, k)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -83,5 +84,45 @@ func TestHolderSwaps(t *testing.T) {
 	h.Swap(b)
 	if h.Load() != b {
 		t.Fatal("swap")
+	}
+}
+
+func benchRuntime(b *testing.B) *Runtime {
+	b.Helper()
+	src := "proxies:\n"
+	for i := range 10 {
+		src += fmt.Sprintf("  - {name: p%02d, type: http, url: 'http://h', resolve: {type: header, header: X-Backend}}\n", i)
+	}
+	src += "  - name: dflt\n    type: http\n    url: http://h\n    mocks:\n"
+	for i := range 20 {
+		src += fmt.Sprintf("      - {name: m%02d, request: {method: GET, url: '^/api/v1/thing%02d/(?P<id>[0-9]+)$'}, response: {status: 200}}\n", i, i)
+	}
+	doc, err := config.Load([]byte(head + src))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, _ := Compile(doc)
+	return rt
+}
+
+// go test ./internal/runtime -run '^$' -bench . -benchmem
+func BenchmarkResolve(b *testing.B) {
+	rt := benchRuntime(b)
+	h := http.Header{"X-Backend": {"p07"}, "Accept": {"*/*"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if rt.Resolve(h).Name != "p07" {
+			b.Fatal("wrong proxy")
+		}
+	}
+}
+
+func BenchmarkMockMatch(b *testing.B) {
+	p := benchRuntime(b).Default
+	b.ReportAllocs()
+	for b.Loop() {
+		if m, _ := p.Match("GET", "/api/v1/thing15/42"); m == nil || m.Name != "m15" {
+			b.Fatal("no match")
+		}
 	}
 }
