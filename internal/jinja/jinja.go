@@ -1,7 +1,9 @@
 // Package jinja is the one place that knows how Doppel's Jinja2 templates
-// are compiled: strict about undefined variables, and unable to read files
-// through include, import or extends (a template is one string, never a way
-// to reach the disk). The configuration checks templates with it (rule
+// are compiled: strict about undefined variables; a template is one string,
+// never a way to reach the disk or another template (include, import,
+// from, extends are not available); no macros, so nothing can recurse
+// without bound; a panic while rendering is an error, not a crash; and the
+// output is bounded. The configuration checks templates with it (rule
 // V21); rendering executes what it compiles.
 package jinja
 
@@ -13,9 +15,11 @@ import (
 	"strings"
 
 	"github.com/nikolalohinski/gonja/v2"
+	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
+	"github.com/nikolalohinski/gonja/v2/parser"
 	"github.com/nikolalohinski/gonja/v2/tokens"
 )
 
@@ -25,9 +29,32 @@ var strict = func() *config.Config {
 	return c
 }()
 
-// Environment is shared by every template: the standard filters, tests and
-// control structures, and no global variables beyond gonja's built-ins.
-var Environment = gonja.DefaultEnvironment
+// Environment is shared by every template: the standard filters and tests,
+// gonja's global functions, and every control structure except those that
+// reach other templates or define macros.
+var Environment = &exec.Environment{
+	Context:           gonja.DefaultEnvironment.Context,
+	Filters:           gonja.DefaultEnvironment.Filters,
+	Tests:             gonja.DefaultEnvironment.Tests,
+	ControlStructures: allowedControlStructures(),
+	Methods:           gonja.DefaultEnvironment.Methods,
+}
+
+// refused are the control structures a Doppel template may not use.
+var refused = []string{"include", "import", "from", "extends", "macro", "call"}
+
+func allowedControlStructures() *exec.ControlStructureSet {
+	allowed := map[string]parser.ControlStructureParser{}
+	for _, name := range []string{"autoescape", "block", "filter", "for", "if", "raw", "set", "with", "do", "break", "continue", "trans"} {
+		if p, ok := builtins.ControlStructures.Get(name); ok {
+			allowed[name] = p
+		}
+	}
+	return exec.NewControlStructureSet(allowed)
+}
+
+// MaxOutput bounds what one template may render.
+const MaxOutput = 16 << 20
 
 // Template is a compiled template; it is safe to execute concurrently.
 type Template struct {
@@ -46,7 +73,14 @@ func Compile(source string) (*Template, error) {
 	}
 	t, err := exec.NewTemplate(rootName, strict, loader, Environment)
 	if err != nil {
-		return nil, fmt.Errorf("%s", Reason(err, source))
+		msg := Reason(err, source)
+		for _, name := range refused {
+			if strings.Contains(msg, `"`+name+`"`) {
+				msg = fmt.Sprintf("`%s` is not available in Doppel templates (%s): %s", name, strings.Join(refused, ", "), msg)
+				break
+			}
+		}
+		return nil, fmt.Errorf("%s", msg)
 	}
 	return &Template{t: t, loader: loader, names: names(source)}, nil
 }
@@ -94,7 +128,14 @@ func (v *Vars) Set(name string, value any) { v.ctx.Set(name, value) }
 // Execute, it does not copy the variables for each template: each
 // execution gets a child scope of vars instead, so what a template sets
 // stays its own.
-func (t *Template) Execute(w io.Writer, vars *Vars) error {
+func (t *Template) Execute(w io.Writer, vars *Vars) (err error) {
+	defer func() {
+		// A value the template did not expect (a modulo by zero, say)
+		// makes gonja panic: that is this template's error, not Doppel's.
+		if v := recover(); v != nil {
+			err = fmt.Errorf("unable to execute template: %v", v)
+		}
+	}()
 	env := &exec.Environment{
 		Context:           vars.ctx.Inherit(),
 		Filters:           Environment.Filters,
@@ -102,10 +143,24 @@ func (t *Template) Execute(w io.Writer, vars *Vars) error {
 		ControlStructures: Environment.ControlStructures,
 		Methods:           Environment.Methods,
 	}
-	if err := exec.NewRenderer(env, w, strict, t.loader, t.t).Execute(); err != nil {
+	if err := exec.NewRenderer(env, &bounded{w: w, left: MaxOutput}, strict, t.loader, t.t).Execute(); err != nil {
 		return fmt.Errorf("unable to execute template: %w", err)
 	}
 	return nil
+}
+
+// bounded refuses to write past its limit.
+type bounded struct {
+	w    io.Writer
+	left int
+}
+
+func (b *bounded) Write(p []byte) (int, error) {
+	if len(p) > b.left {
+		return 0, fmt.Errorf("the template rendered more than %d MiB", MaxOutput>>20)
+	}
+	b.left -= len(p)
+	return b.w.Write(p)
 }
 
 // ExecuteToBytes renders into a new slice.

@@ -1,6 +1,8 @@
 package jinja
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,15 +33,37 @@ func TestUndefinedIsAnError(t *testing.T) {
 	}
 }
 
-func TestTemplatesCannotReadFiles(t *testing.T) {
-	for _, src := range []string{`{% include "/etc/hostname" %}`, `{% include "../../go.mod" %}`, `{% extends "/etc/hostname" %}`} {
+func TestTemplatesCannotReachOtherTemplatesOrRecurse(t *testing.T) {
+	existing := filepath.Join(t.TempDir(), "exists.txt")
+	if err := os.WriteFile(existing, []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{
+		`{% include "/template" %}`,
+		`{% include "` + existing + `" %}`,
+		`{% extends "/template" %}`,
+		`{% import "/template" as t %}`,
+		`{% from "/template" import x %}`,
+		`{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}`,
+		`{% call f() %}x{% endcall %}`,
+	} {
+		if _, err := Compile(src); err == nil || !strings.Contains(err.Error(), "is not available in Doppel templates") {
+			t.Errorf("%s compiled (%v)", src, err)
+		}
+	}
+}
+
+func TestRenderingFailuresAreErrors(t *testing.T) {
+	vars := NewVars()
+	vars.Set("a", 1)
+	vars.Set("b", 0)
+	for _, src := range []string{`{{ a % b }}`, `{{ "x" * 17000000 }}`} {
 		tpl, err := Compile(src)
 		if err != nil {
-			continue // refused at compile time: fine
+			t.Fatalf("%s: %v", src, err)
 		}
-		out, err := tpl.ExecuteToBytes(NewVars())
-		if err == nil {
-			t.Errorf("%s rendered %q", src, out)
+		if _, err := tpl.ExecuteToBytes(vars); err == nil {
+			t.Errorf("%s rendered without error", src)
 		}
 	}
 }
