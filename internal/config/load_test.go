@@ -125,8 +125,11 @@ func TestValueTypesRefuseBadInput(t *testing.T) {
 		// Methods, statuses, patterns, selectors.
 		{"lower-case method", mockDoc("name: mm\nrequest: {method: get, url: x}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.method", "write GET"},
 		{"unknown method", mockDoc("name: mm\nrequest: {method: FETCH, url: x}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.method", "not a known method"},
-		{"status 99", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 99}"), "proxies[0].mocks[0].response.status", "100 to 599"},
-		{"loss status 600", proxyDoc("loss: {percentage: 0.1, status: 600}"), "proxies[0].loss.status", "100 to 599"},
+		{"status 99", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 99}"), "proxies[0].mocks[0].response.status", "200 to 599"},
+		{"loss status 600", proxyDoc("loss: {percentage: 0.1, status: 600}"), "proxies[0].loss.status", "200 to 599"},
+		{"loss status 1xx", proxyDoc("loss: {percentage: 0.1, status: 100}"), "proxies[0].loss.status", "informational"},
+		{"mock status 103", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 103}"), "proxies[0].mocks[0].response.status", "informational"},
+		{"url port out of range", doc("proxies: [{name: zeta, type: http, url: 'https://h:99999/'}]"), "proxies[0].url", "ports are 1 to 65535"},
 		{"bad regex", mockDoc("name: mm\nrequest: {method: GET, url: '('}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.url", "not a valid regular expression"},
 		{"selector without dot", mockDoc("name: mm\nrequest: {method: GET, url: x, query: {p: page}}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.query.p", "leading dot"},
 		{"selector empty key", mockDoc("name: mm\nrequest: {method: GET, url: x, body: {p: .a..b}}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.body.p", "empty key"},
@@ -410,4 +413,17 @@ func TestAliasesCannotExplode(t *testing.T) {
 	}
 	// Ordinary reuse is fine.
 	mustLoad(t, doc("proxies:\n  - {name: zeta, type: http, url: 'http://h', headers: &h {X-A: a}}\n  - {name: alpha, type: http, url: 'http://i', headers: *h, resolve: {type: header, header: X-P}}"))
+}
+
+func TestURLPasswordsNeverAppearInMessages(t *testing.T) {
+	for _, u := range []string{"https://user:hunter2@api.example.com/v1?x=1", "https://user:hunter2@api.example.com/v1#f", "ftp://user:hunter2@h/", "https://user:hunter2@h:99999/"} {
+		_, err := Load([]byte(doc("proxies: [{name: zeta, type: http, url: '" + u + "'}]")))
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	_, err := Load([]byte("server: {host: 127.0.0.1, port: 8080, external_url: 'https://u:hunter2@h/?q'}\n" + baseAdmin))
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("external_url: %v", err)
+	}
 }

@@ -175,7 +175,7 @@ func (Method) jsonSchema() map[string]any {
 }
 
 func (Status) jsonSchema() map[string]any {
-	return num("integer", "An HTTP status code, 100 to 599.", 100, 599, 200)
+	return num("integer", "The HTTP status of an answer Doppel gives itself, 200 to 599 (a 1xx status cannot end an exchange).", 200, 599, 200)
 }
 
 func (Pattern) jsonSchema() map[string]any {

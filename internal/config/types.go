@@ -320,14 +320,16 @@ func (v *HeaderValue) UnmarshalYAML(n ast.Node) error {
 	if err != nil {
 		return err
 	}
-	if err := checkHeaderValue(s); err != nil {
+	if err := CheckHeaderValue(s); err != nil {
 		return refuse(n, "%v", err)
 	}
 	*v = HeaderValue(s)
 	return nil
 }
 
-func checkHeaderValue(s string) error {
+// CheckHeaderValue refuses anything but visible ASCII, space and tab; the
+// values mock templates render are held to it too.
+func CheckHeaderValue(s string) error {
 	for _, r := range s {
 		switch {
 		case r == '\r' || r == '\n':
@@ -394,7 +396,10 @@ func (v *Method) UnmarshalYAML(n ast.Node) error {
 	return refuse(n, "%s is not a known method; use one of %s", quote(s), strings.Join(Methods, ", "))
 }
 
-// Status is an HTTP status, 100..599.
+// Status is the HTTP status of an answer Doppel gives itself (a mock's, a
+// dropped request's): 200..599. A 1xx status is informational: HTTP cannot
+// end an exchange with one, so it is refused rather than sent as 1xx
+// followed by a 200 the configuration never asked for.
 type Status uint16
 
 func (v *Status) UnmarshalYAML(n ast.Node) error {
@@ -402,8 +407,11 @@ func (v *Status) UnmarshalYAML(n ast.Node) error {
 	if err != nil {
 		return err
 	}
-	if i < 100 || i > 599 {
-		return refuse(n, "%d is not an HTTP status: statuses are 100 to 599", i)
+	switch {
+	case i >= 100 && i < 200:
+		return refuse(n, "%d is informational: a 1xx status cannot be the final answer to a request; use 200 to 599", i)
+	case i < 100 || i > 599:
+		return refuse(n, "%d is not an HTTP status: statuses are 200 to 599 here", i)
 	}
 	*v = Status(i)
 	return nil
@@ -564,8 +572,10 @@ func ParseUpstreamURL(s string) (UpstreamURL, error) {
 	return UpstreamURL{u: u}, nil
 }
 
-func parseHTTPURL(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
+func parseHTTPURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	// Messages name the URL without its password.
+	s := redactUserinfo(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a URL: %v", quote(s), urlReason(err))
 	}
@@ -574,9 +584,11 @@ func parseHTTPURL(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("%s is not an absolute http or https URL", quote(s))
 	case u.Host == "" || u.Opaque != "":
 		return nil, fmt.Errorf("%s has no host: write an absolute URL such as https://api.example.com/", quote(s))
+	case !validPort(u.Port()):
+		return nil, fmt.Errorf("%s has port %s: ports are 1 to 65535", quote(s), u.Port())
 	case u.RawQuery != "" || u.ForceQuery:
 		return nil, fmt.Errorf("%s has a query string, which would be discarded: the forwarded request's own query replaces it", quote(s))
-	case u.Fragment != "" || strings.Contains(s, "#"):
+	case u.Fragment != "" || strings.Contains(raw, "#"):
 		return nil, fmt.Errorf("%s has a fragment, which is never sent to a server", quote(s))
 	}
 	u.Host = strings.ToLower(u.Host)
@@ -587,12 +599,29 @@ func parseHTTPURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// urlReason drops url.Error's repetition of the input.
+// urlReason drops url.Error's repetition of the input (which would show a
+// password).
 func urlReason(err error) error {
 	if ue, ok := err.(*url.Error); ok {
 		return ue.Err
 	}
 	return err
+}
+
+var userinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@`)
+
+// redactUserinfo hides what stands before the @ of an authority, whether or
+// not the rest of the URL parses.
+func redactUserinfo(s string) string {
+	return userinfo.ReplaceAllString(s, "${1}xxxxx@")
+}
+
+func validPort(p string) bool {
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // URL is the parsed base. Callers must not modify it.

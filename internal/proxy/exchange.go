@@ -23,8 +23,8 @@ type exchange struct {
 	runtime   *runtime.Runtime // the one in force when the request arrived
 	proxy     *runtime.Proxy
 	mock      string
+	path      string // the request path as sent, escaped, without the query
 	target    string // the built upstream path, escaped
-	matchPath string // the request path as sent, leading slashes collapsed
 
 	// latency is the whole-response target; zero when the roll did not fire.
 	latency       time.Duration
@@ -34,6 +34,11 @@ type exchange struct {
 	wroteHeader bool
 	status      int
 	headerAt    time.Duration
+
+	// timeout cancels the upstream exchange when the proxy's timeout has
+	// passed; timeoutLeft is its budget as of upstreamStart.
+	timeout     *time.Timer
+	timeoutLeft time.Duration
 
 	upstreamStart     time.Time
 	upstreamContacted bool
@@ -72,14 +77,18 @@ func (ex *exchange) waitLatency() {
 	if remaining <= 0 {
 		return
 	}
+	began := time.Now()
+	paused := ex.timeout != nil && ex.timeout.Stop()
 	t := time.NewTimer(remaining)
 	defer t.Stop()
-	began := time.Now()
 	select {
 	case <-t.C:
 	case <-ex.req.Context().Done():
 	}
 	ex.latencyWaited = time.Since(began)
+	if paused {
+		ex.timeout.Reset(ex.timeoutLeft - began.Sub(ex.upstreamStart))
+	}
 }
 
 func (ex *exchange) Write(b []byte) (int, error) {
@@ -94,7 +103,9 @@ func (ex *exchange) Flush() {
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
 	}
-	_ = http.NewResponseController(ex.w).Flush()
+	if f, ok := ex.w.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func (ex *exchange) Unwrap() http.ResponseWriter { return ex.w }

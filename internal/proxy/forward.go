@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -157,9 +156,9 @@ func hasBody(res *http.Response) bool {
 func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		ex := exchangeFrom(r.Context())
-		// Only the proxy's own deadline is a timeout; a dial that gives up
+		// Only the proxy's own timeout is a timeout; a dial that gives up
 		// on its own is a failure to reach the upstream.
-		if errors.Is(r.Context().Err(), context.DeadlineExceeded) {
+		if context.Cause(r.Context()) == errUpstreamTimeout {
 			apierr.Write(w, apierr.UpstreamTimeout, "the upstream did not answer within the proxy's timeout of "+ex.proxy.Timeout.String())
 			return
 		}

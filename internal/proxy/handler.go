@@ -12,9 +12,11 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httputil"
+	"runtime/debug"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
@@ -76,7 +78,7 @@ func New(h *runtime.Holder, opts Options) *Handler {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ex := &exchange{w: w, req: r, start: time.Now(), requestID: requestID(r)}
+	ex := &exchange{w: w, req: r, start: time.Now(), requestID: requestID(r), path: loggedPath(r)}
 	defer h.finish(ex)
 	rt := h.runtime.Load()
 
@@ -93,7 +95,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 3. A mock that matches and wins its replace roll answers, after its
 	//    own loss roll only. A mock that loses is as if it did not match.
 	key := fault.Key{Proxy: p.Name, RequestID: ex.requestID}
-	if m, sub := p.Match(ex.req.Method, ex.matchPath); m != nil {
+	if m, sub := p.Match(ex.req.Method, collapseLeadingSlashes(ex.path)); m != nil {
 		mkey := key
 		mkey.Mock = m.Name
 		if m.Replace.Fires(h.roller, mkey) {
@@ -108,6 +110,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 4. Latency, then forward.
 	ex.latency, _ = p.Latency.Target(h.roller, key)
 	h.forwardUpstream(ex, p)
+}
+
+// loggedPath is the path as sent, without the query: what mocks match,
+// what templates see as `path`, and what the log line carries.
+func loggedPath(r *http.Request) string {
+	if p, ok := requestPath(r); ok {
+		return p
+	}
+	return r.URL.EscapedPath()
 }
 
 // requestID reuses the client's X-Request-ID or mints a UUID v4.
@@ -136,7 +147,6 @@ func (h *Handler) confine(ex *exchange, p *runtime.Proxy) bool {
 	path, ok := requestPath(ex.req)
 	if ok {
 		ex.target, ok = buildTarget(p.BasePath, path)
-		ex.matchPath = collapseLeadingSlashes(path)
 	}
 	if !ok {
 		apierr.Write(ex, apierr.InvalidRequestPath, "the request path would leave the proxy's upstream")
@@ -153,28 +163,39 @@ func (h *Handler) drop(ex *exchange, l *fault.Loss) {
 }
 
 func (h *Handler) forwardUpstream(ex *exchange, p *runtime.Proxy) {
-	ctx, cancel := context.WithTimeout(ex.req.Context(), p.Timeout)
-	defer cancel()
+	// The proxy's timeout bounds the upstream exchange, not the latency
+	// Doppel injects on purpose: waitLatency stops this clock while it
+	// waits and restarts it with what was left.
+	ctx, cancel := context.WithCancelCause(ex.req.Context())
+	defer cancel(nil)
+	ex.timeout = time.AfterFunc(p.Timeout, func() { cancel(errUpstreamTimeout) })
+	ex.timeoutLeft = p.Timeout
+	defer ex.timeout.Stop()
 	ctx = context.WithValue(ctx, exchangeKey{}, ex)
 	ex.upstreamStart = time.Now()
 	h.forward.ServeHTTP(ex, ex.req.WithContext(ctx))
 }
 
+// errUpstreamTimeout is why an exchange that ran out of time was cancelled.
+var errUpstreamTimeout = errors.New("the proxy's timeout passed")
+
 // finish writes the request's log line once the answer is complete, also
 // when the handler panicked: a panic before the answer started becomes a
-// 500 envelope; http.ErrAbortHandler (a broken stream) goes on to abort the
-// connection.
+// 500 envelope; after it started, the connection is aborted.
 func (h *Handler) finish(ex *exchange) {
 	if v := recover(); v != nil {
-		if v != http.ErrAbortHandler && !ex.wroteHeader {
-			h.log.Error("panic while serving a request", "request_id", ex.requestID, "panic", fmt.Sprint(v))
-			apierr.Write(ex, apierr.InternalError, "internal error")
+		if v != http.ErrAbortHandler {
+			h.log.Error("panic while serving a request", "request_id", ex.requestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !ex.wroteHeader {
+				apierr.Write(ex, apierr.InternalError, "internal error")
+				h.logRequest(ex)
+				return
+			}
 		}
+		// The answer has begun: the only honest thing left is to break the
+		// connection, so the client cannot take a cut body for a whole one.
 		h.logRequest(ex)
-		if v == http.ErrAbortHandler {
-			panic(v)
-		}
-		return
+		panic(http.ErrAbortHandler)
 	}
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
@@ -187,7 +208,7 @@ func (h *Handler) logRequest(ex *exchange) {
 		RequestID:         ex.requestID,
 		Mock:              ex.mock,
 		Method:            ex.req.Method,
-		Path:              ex.req.URL.Path,
+		Path:              ex.path,
 		Status:            ex.status,
 		Duration:          ex.headerAt,
 		UpstreamContacted: ex.upstreamContacted,

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/fault"
@@ -62,7 +63,12 @@ func (h *Handler) readBody(ex *exchange, p *runtime.Proxy) ([]byte, bool) {
 		apierr.Write(ex, apierr.UploadTooLarge, fmt.Sprintf("the request body is over the proxy's body_limit of %d bytes", limit))
 		return nil, false
 	}
+	// A client trickling its body holds a connection: the proxy's timeout
+	// bounds the read, then the connection gets its ordinary reads back.
+	rc := http.NewResponseController(ex.w)
+	_ = rc.SetReadDeadline(time.Now().Add(p.Timeout))
 	body, err := io.ReadAll(io.LimitReader(ex.req.Body, limit+1))
+	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		apierr.Write(ex, apierr.BodyExtractionError, "the request body could not be read: "+err.Error())
 		return nil, false
@@ -81,7 +87,7 @@ func system(ex *exchange) render.Request {
 	}
 	return render.Request{
 		RequestID: ex.requestID,
-		Path:      ex.req.URL.Path,
+		Path:      ex.path,
 		Host:      ex.req.Host,
 		PeerIP:    peer,
 		RealIP:    realIP(ex.req.Header, peer),

@@ -593,3 +593,41 @@ func TestReloadSwapsWithoutDisturbingInFlight(t *testing.T) {
 		t.Fatalf("the in-flight request got %q", got)
 	}
 }
+
+type panicBody struct{ sent bool }
+
+func (b *panicBody) Read(p []byte) (int, error) {
+	if !b.sent {
+		b.sent = true
+		return copy(p, "partial"), nil
+	}
+	panic("the body broke")
+}
+
+func (b *panicBody) Close() error { return nil }
+
+type panicTransport struct{}
+
+func (panicTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{
+		StatusCode: 200, Header: http.Header{}, Body: &panicBody{},
+		ContentLength: -1, Request: r, ProtoMajor: 1, ProtoMinor: 1,
+	}, nil
+}
+
+// TestPanicAfterTheAnswerBeganAbortsIt: once the status is out, a panic
+// must break the connection, never end a cut body cleanly.
+func TestPanicAfterTheAnswerBeganAbortsIt(t *testing.T) {
+	doc, _ := config.Load([]byte(oneProxy("http://127.0.0.1:1", "")))
+	rt, _ := runtime.Compile(doc)
+	srv := httptest.NewServer(New(runtime.NewHolder(rt), Options{Transport: panicTransport{}}))
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/")
+	if err == nil {
+		_, err = io.ReadAll(res.Body)
+		res.Body.Close()
+	}
+	if err == nil {
+		t.Fatal("a body cut by a panic reached the client as complete")
+	}
+}

@@ -87,7 +87,7 @@ func (h *Handler) externalFor(ex *exchange) *url.URL {
 	}
 	for name, v := range map[string]string{
 		"proxy_name": ex.proxy.Name, "mock_name": ex.mock, "doppel_version": version.Version,
-		"request_id": ex.requestID, "method": ex.req.Method, "path": ex.req.URL.Path,
+		"request_id": ex.requestID, "method": ex.req.Method, "path": ex.path,
 		"host": ex.req.Host, "peer_ip": peer, "real_ip": realIP(ex.req.Header, peer),
 	} {
 		vars.Set(name, v)

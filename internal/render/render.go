@@ -338,8 +338,8 @@ func (m *Mock) render(vars *jinja.Vars, file *jinja.Template) (*Answer, error) {
 		if err != nil {
 			return nil, fail(RenderFailed, "mock %s: header %s: %s", m.Name, h.name, reason(err))
 		}
-		if strings.ContainsAny(v, "\r\n") {
-			return nil, fail(RenderFailed, "mock %s: header %s rendered a line break", m.Name, h.name)
+		if err := config.CheckHeaderValue(v); err != nil {
+			return nil, fail(RenderFailed, "mock %s: header %s rendered an invalid value: %v", m.Name, h.name, err)
 		}
 		if h.name == "Content-Type" {
 			contentType, explicit = v, true

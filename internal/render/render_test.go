@@ -170,8 +170,10 @@ func TestContentTypesAndHeaderTemplates(t *testing.T) {
 		t.Fatalf("a 204 with a header template: %v %+v", err, a)
 	}
 	m = compileMock(t, "name: mm\nrequest: {method: GET, url: x, headers: {v: X-V}}\nresponse: {status: 200, headers: {X-Id: '{{ v }}'}}")
-	if _, err := run(t, m, &Input{Header: map[string][]string{"X-V": {"a\nInjected: 1"}}}); err == nil {
-		t.Fatal("a header rendered with a line break was sent")
+	for _, bad := range []string{"a\nInjected: 1", "a\x00b", "a\x7fb", "caf\xc3\xa9"} {
+		if _, err := run(t, m, &Input{Header: map[string][]string{"X-V": {bad}}}); err == nil {
+			t.Errorf("a header rendered as %q was sent", bad)
+		}
 	}
 }
 
