@@ -21,7 +21,6 @@ import (
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 	"github.com/doppelproxy/doppel/internal/version"
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 )
 
@@ -125,8 +124,6 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		return err
 	}
 	goruntime.GOMAXPROCS(f.workers)
-	// Request ids are UUID v4: draw their randomness in batches.
-	uuid.EnableRandPool()
 
 	src, err := readDocument(opts)
 	if err != nil {

@@ -473,7 +473,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		once.Do(func() { close(received) })
 		select {
-		case <-time.After(1500 * time.Millisecond):
+		case <-time.After(3 * time.Second):
 		case <-r.Context().Done():
 			return
 		}

@@ -451,9 +451,9 @@ func TestLatencyIsATargetForTheWholeResponse(t *testing.T) {
 		waitedAtLeast time.Duration
 	}{
 		// 200ms upstream under a 600ms target: about 400ms is waited.
-		{"upstream faster than the target", 200 * time.Millisecond, "0.6", 600 * time.Millisecond, 1500 * time.Millisecond, 300 * time.Millisecond},
+		{"upstream faster than the target", 200 * time.Millisecond, "0.6", 600 * time.Millisecond, 2500 * time.Millisecond, 300 * time.Millisecond},
 		// 700ms upstream under a 300ms target: nothing is added.
-		{"upstream slower than the target", 700 * time.Millisecond, "0.3", 700 * time.Millisecond, 1000 * time.Millisecond, 0},
+		{"upstream slower than the target", 700 * time.Millisecond, "0.3", 700 * time.Millisecond, 2500 * time.Millisecond, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -561,8 +561,9 @@ func TestRequestLogLines(t *testing.T) {
 }
 
 func TestReloadSwapsWithoutDisturbingInFlight(t *testing.T) {
-	release := make(chan struct{})
+	release, arrived := make(chan struct{}), make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
 		<-release
 		fmt.Fprint(w, "old")
 	}))
@@ -581,7 +582,7 @@ func TestReloadSwapsWithoutDisturbingInFlight(t *testing.T) {
 		res.Body.Close()
 		done <- string(b)
 	}()
-	time.Sleep(100 * time.Millisecond)
+	<-arrived // the request is in flight on the old runtime
 	doc, _ := config.Load([]byte(oneProxy(fresh.URL, "")))
 	rt, _ := runtime.Compile(doc)
 	d.holder.Swap(rt)

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/doppelproxy/doppel/internal/jinja"
+	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
-	"github.com/doppelproxy/doppel/internal/version"
 )
 
 // Keeping the client behind the proxy: a redirect or a body naming the
@@ -80,19 +80,8 @@ func (h *Handler) externalFor(ex *exchange) *url.URL {
 	if e.fixed != nil {
 		return e.fixed
 	}
-	vars := jinja.NewVars()
-	peer, _, err := net.SplitHostPort(ex.req.RemoteAddr)
-	if err != nil {
-		peer = ex.req.RemoteAddr
-	}
-	for name, v := range map[string]string{
-		"proxy_name": ex.proxy.Name, "mock_name": ex.mock, "doppel_version": version.Version,
-		"request_id": ex.requestID, "method": ex.req.Method, "path": ex.path,
-		"host": ex.req.Host, "peer_ip": peer, "real_ip": realIP(ex.req.Header, peer),
-	} {
-		vars.Set(name, v)
-	}
-	out, err := e.tpl.ExecuteToBytes(vars)
+	sys := system(ex)
+	out, err := e.tpl.ExecuteToBytes(render.SystemVars(ex.proxy.Name, ex.mock, ex.req.Method, &sys))
 	if err != nil {
 		h.log.Debug("external_url did not render; no rewriting for this request", "request_id", ex.requestID, "error", err.Error())
 		return nil
@@ -126,27 +115,11 @@ type rewriter struct {
 }
 
 func newRewriter(p *runtime.Proxy, own *url.URL) *rewriter {
-	a := authorityOf(p.Upstream.Scheme, p.Upstream.Host)
-	return &rewriter{authority: a, short: len(p.Upstream.Hostname()), base: p.BasePath, own: own}
+	return &rewriter{authority: p.Authority, short: len(p.Upstream.Hostname()), base: p.BasePath, own: own}
 }
 
-// authorityOf is host:port in lower case with the scheme's default port
-// made explicit, so https://h and https://h:443 compare equal.
-func authorityOf(scheme, hostport string) string {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host, port = strings.Trim(hostport, "[]"), ""
-	}
-	if port == "" {
-		switch strings.ToLower(scheme) {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	return net.JoinHostPort(strings.ToLower(host), port)
-}
+// authorityOf is runtime.Authority: the same comparison on both sides.
+var authorityOf = runtime.Authority
 
 // mapPath is the path rule of both rewrites: a path under the base keeps
 // what follows the base, under Doppel's own path; any other path on the

@@ -179,6 +179,22 @@ func headerTemplates(hs []headerTemplate) []template {
 // ReadsBody reports whether the mock needs the request body buffered.
 func (m *Mock) ReadsBody() bool { return len(m.bodyVar) > 0 }
 
+// SystemVars binds the nine system variables alone, for templates that
+// are not a mock's (a templated external_url).
+func SystemVars(proxy, mock, method string, r *Request) *jinja.Vars {
+	vars := jinja.NewVars()
+	for _, kv := range [...]struct {
+		name, value string
+	}{
+		{"proxy_name", proxy}, {"mock_name", mock}, {"doppel_version", version.Version},
+		{"method", method}, {"request_id", r.RequestID}, {"path", r.Path},
+		{"host", r.Host}, {"peer_ip", r.PeerIP}, {"real_ip", r.RealIP},
+	} {
+		vars.Set(kv.name, kv.value)
+	}
+	return vars
+}
+
 // Request are the system variables that vary per request. With the
 // proxy's and the mock's names, the version and the method (which the mock
 // matched exactly) they are the nine variables Doppel binds into every

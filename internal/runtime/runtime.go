@@ -7,11 +7,13 @@ package runtime
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +44,9 @@ type Proxy struct {
 	Upstream *url.URL
 	// BasePath is the upstream path as a directory, escaped, ending in "/".
 	BasePath string
+	// Authority is the upstream's host:port as Authority writes it, for
+	// recognising the upstream's own address in what it answers.
+	Authority string
 	// ResolveHeader is the canonical header that selects this proxy, or ""
 	// for the default.
 	ResolveHeader string
@@ -122,14 +127,15 @@ func compileProxy(c *config.Proxy) (*Proxy, error) {
 		base += "/"
 	}
 	p := &Proxy{
-		Name:     string(c.Name),
-		Config:   c,
-		Upstream: &u,
-		BasePath: base,
-		Timeout:  time.Duration(c.Timeout) * time.Second,
-		Replace:  fault.Replace(*c.Replace),
-		Loss:     compileLoss(c.Loss),
-		Latency:  compileLatency(c.Latency),
+		Name:      string(c.Name),
+		Config:    c,
+		Upstream:  &u,
+		BasePath:  base,
+		Authority: Authority(u.Scheme, u.Host),
+		Timeout:   time.Duration(c.Timeout) * time.Second,
+		Replace:   fault.Replace(*c.Replace),
+		Loss:      compileLoss(c.Loss),
+		Latency:   compileLatency(c.Latency),
 	}
 	if c.Resolve.Type == config.ResolveHeader {
 		p.ResolveHeader = textproto.CanonicalMIMEHeaderKey(string(c.Resolve.Header))
@@ -191,6 +197,24 @@ func compileLatency(l *config.Latency) *fault.Latency {
 		Min:        seconds(float64(l.Min)),
 		Max:        seconds(float64(l.Max)),
 	}
+}
+
+// Authority is host:port in lower case with the scheme's default port made
+// explicit, so https://h and https://h:443 compare equal.
+func Authority(scheme, hostport string) string {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = strings.Trim(hostport, "[]"), ""
+	}
+	if port == "" {
+		switch strings.ToLower(scheme) {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(strings.ToLower(host), port)
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
