@@ -39,13 +39,7 @@ type Invalid struct {
 	Violations []Violation
 }
 
-func (e *Invalid) Error() string {
-	lines := make([]string, len(e.Violations))
-	for i, v := range e.Violations {
-		lines[i] = v.String()
-	}
-	return strings.Join(lines, "\n")
-}
+func (e *Invalid) Error() string { return strings.Join(e.Lines(), "\n") }
 
 // Lines returns one printable line per violation.
 func (e *Invalid) Lines() []string {

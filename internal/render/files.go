@@ -43,9 +43,6 @@ type fileStamp struct {
 // NewFiles serves templates under dir.
 func NewFiles(dir string) *Files { return &Files{dir: dir} }
 
-// Dir is the template directory.
-func (f *Files) Dir() string { return f.dir }
-
 // Template returns the compiled template for proxy's file.
 func (f *Files) Template(proxy, file string) (*jinja.Template, error) {
 	rel := proxy + "/" + file
@@ -86,16 +83,6 @@ func (f *Files) Template(proxy, file string) (*jinja.Template, error) {
 	}
 	f.cache.Store(rel, &cachedFile{stamp: stamp, tpl: tpl})
 	return tpl, nil
-}
-
-// Forget drops a proxy's cached templates (after a delete or an upload).
-func (f *Files) Forget(proxy string) {
-	f.cache.Range(func(k, _ any) bool {
-		if strings.HasPrefix(k.(string), proxy+"/") {
-			f.cache.Delete(k)
-		}
-		return true
-	})
 }
 
 func missing(rel string, err error) error {
