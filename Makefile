@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test lint schema fuzz clean
+.PHONY: all build test lint schema fuzz clean bench
 
 all: lint test build
 
@@ -25,6 +25,10 @@ schema:
 FUZZTIME ?= 1m
 fuzz:
 	$(GO) test ./internal/config -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME)
+
+# The peer benchmark (docs/performance.md): installs what it needs, about 5 minutes.
+bench:
+	bench/run.sh
 
 clean:
 	rm -rf bin
