@@ -1,0 +1,282 @@
+// Package file is the store that keeps the configuration in one YAML file
+// and template files under templates.dir.
+//
+// A write goes to a temporary file in the same directory, then replaces
+// the document with rename, so a reader sees the old document or the new
+// one, never half of either. Writers, in this process or another, are
+// serialised by an advisory lock (flock) on a sibling <config>.lock. A
+// temporary file a crash left behind is removed the next time the store is
+// opened.
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/store"
+)
+
+// Store is a file store.
+type Store struct {
+	path      string // the document
+	templates string // templates.dir
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the store of the document at path, whose template files live
+// under templates, and removes temporary files a crash left behind.
+func Open(path, templates string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{path: abs, templates: templates}
+	unlock, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	stray, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), tempPrefix(abs)+"*"))
+	for _, f := range stray {
+		_ = os.Remove(f)
+	}
+	return s, nil
+}
+
+// Path is the document's path.
+func (s *Store) Path() string { return s.path }
+
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
+
+// lock takes the advisory lock that serialises writers.
+func (s *Store) lock() (func(), error) {
+	f, err := os.OpenFile(s.path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot lock %s: %w", f.Name(), err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// Load reads and checks the document.
+func (s *Store) Load(ctx context.Context) (*store.Snapshot, error) {
+	src, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", s.path, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	doc, err := config.Load(src)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := config.DocumentRevision(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &store.Snapshot{Document: doc, Revision: rev}, nil
+}
+
+// Save writes doc in canonical form if the stored document's revision is
+// still expected. Comments and formatting of the file are not kept.
+func (s *Store) Save(ctx context.Context, doc *config.Document, expected config.Revision) (config.Revision, error) {
+	out, err := config.Canonical(doc)
+	if err != nil {
+		return "", err
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if current := s.currentRevision(); current != expected {
+		return "", store.ErrRevisionMismatch
+	}
+	if err := s.replace(out); err != nil {
+		return "", err
+	}
+	return config.DocumentRevision(doc)
+}
+
+// currentRevision is the stored document's revision, or "" when it does
+// not parse (someone is editing it: no compare-and-swap can succeed).
+func (s *Store) currentRevision() config.Revision {
+	src, err := os.ReadFile(s.path)
+	if err != nil {
+		return ""
+	}
+	doc, err := config.Parse(src)
+	if err != nil {
+		return ""
+	}
+	rev, _ := config.DocumentRevision(doc)
+	return rev
+}
+
+// replace writes content to a temporary file beside the document, then
+// renames it over the document.
+func (s *Store) replace(content []byte) error {
+	dir := filepath.Dir(s.path)
+	tmp, err := os.CreateTemp(dir, tempPrefix(s.path))
+	if err != nil {
+		return fmt.Errorf("cannot write beside %s: %w", s.path, err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(s.path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), s.path); err != nil {
+		if errors.Is(err, syscall.EBUSY) || errors.Is(err, syscall.EXDEV) {
+			return fmt.Errorf("cannot replace %s (%v): it looks like a single file mounted into a container; mount the directory that holds it instead, so that writes can replace it atomically", s.path, err)
+		}
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func (s *Store) templatePath(proxy, name string) (string, error) {
+	if err := config.CheckTemplateName(name); err != nil {
+		return "", err
+	}
+	if _, err := config.ParseName(proxy); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.templates, proxy, name), nil
+}
+
+// Templates lists a proxy's template files, by name.
+func (s *Store) Templates(ctx context.Context, proxy string) ([]store.TemplateFile, error) {
+	entries, err := os.ReadDir(filepath.Join(s.templates, proxy))
+	if errors.Is(err, fs.ErrNotExist) {
+		return []store.TemplateFile{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []store.TemplateFile{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, store.TemplateFile{Name: e.Name(), Size: info.Size()})
+	}
+	slices.SortFunc(out, func(a, b store.TemplateFile) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// ReadTemplate returns a template file's content.
+func (s *Store) ReadTemplate(ctx context.Context, proxy, name string) ([]byte, error) {
+	p, err := s.templatePath(proxy, name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, store.ErrNotFound
+	}
+	return b, err
+}
+
+// WriteTemplate stores a template file atomically.
+func (s *Store) WriteTemplate(ctx context.Context, proxy, name string, content []byte) error {
+	p, err := s.templatePath(proxy, name)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".upload-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
+// DeleteTemplate removes one template file.
+func (s *Store) DeleteTemplate(ctx context.Context, proxy, name string) error {
+	p, err := s.templatePath(proxy, name)
+	if err != nil {
+		return err
+	}
+	err = os.Remove(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// MoveTemplates renames a proxy's template directory.
+func (s *Store) MoveTemplates(ctx context.Context, from, to string) error {
+	src, dst := filepath.Join(s.templates, from), filepath.Join(s.templates, to)
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	return os.Rename(src, dst)
+}
+
+// DeleteTemplates removes a proxy's template directory.
+func (s *Store) DeleteTemplates(ctx context.Context, proxy string) error {
+	if _, err := config.ParseName(proxy); err != nil {
+		return err
+	}
+	return os.RemoveAll(filepath.Join(s.templates, proxy))
+}
+
+// Close releases nothing: the lock is only held while writing.
+func (s *Store) Close() error { return nil }

@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/doppelproxy/doppel/internal/config"
+)
+
+// Store is where a configuration lives. Everything above it is written
+// against this interface, so the choice of store changes where the
+// configuration is kept and nothing about what Doppel does with it. Every
+// implementation passes the conformance suite in internal/store/storetest.
+type Store interface {
+	// Load reads the stored configuration. Its bytes are parsed by the same
+	// code as a YAML file; a document that does not parse or validate is an
+	// error wrapping *config.Invalid.
+	Load(ctx context.Context) (*Snapshot, error)
+	// Save writes doc if the stored configuration's revision is still
+	// expected; otherwise it writes nothing and returns ErrRevisionMismatch.
+	// The new revision is returned.
+	Save(ctx context.Context, doc *config.Document, expected config.Revision) (config.Revision, error)
+
+	// Templates lists a proxy's template files (none is an empty list).
+	Templates(ctx context.Context, proxy string) ([]TemplateFile, error)
+	// ReadTemplate returns a template file's content, or ErrNotFound.
+	ReadTemplate(ctx context.Context, proxy, name string) ([]byte, error)
+	// WriteTemplate stores a template file, replacing one of that name.
+	WriteTemplate(ctx context.Context, proxy, name string, content []byte) error
+	// DeleteTemplate removes a template file; a missing one is ErrNotFound.
+	DeleteTemplate(ctx context.Context, proxy, name string) error
+	// MoveTemplates renames a proxy's template files to another proxy.
+	MoveTemplates(ctx context.Context, from, to string) error
+	// DeleteTemplates removes every template file of a proxy.
+	DeleteTemplates(ctx context.Context, proxy string) error
+
+	// Close releases what the store holds.
+	Close() error
+}
+
+// Snapshot is one read of the stored configuration.
+type Snapshot struct {
+	Document *config.Document
+	Revision config.Revision
+}
+
+// TemplateFile names one stored template file.
+type TemplateFile struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
+}
+
+var (
+	// ErrRevisionMismatch: the stored configuration moved since it was read.
+	ErrRevisionMismatch = errors.New("the stored configuration changed since it was read")
+	// ErrNotFound: no such configuration or template file.
+	ErrNotFound = errors.New("not found")
+)
