@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+type caseKey struct{ target, path string }
+
+type benchCase struct {
+	key caseKey
+	srv *server
+	url string
+}
+
+type benchmark struct {
+	cfg        *config
+	fl         *fleet
+	cases      []benchCase // wrk runs of one round, in order
+	rateCases  []benchCase // open-loop runs of one round, in order
+	wrk        map[caseKey][]wrkRun
+	lg         map[string][]lgResult
+	roundsDone int
+	perRound   time.Duration
+	problems   []string
+}
+
+func newBenchmark(cfg *config, fl *fleet) *benchmark {
+	b := &benchmark{cfg: cfg, fl: fl, wrk: map[caseKey][]wrkRun{}, lg: map[string][]lgResult{}}
+	add := func(list *[]benchCase, s *server, path string) {
+		*list = append(*list, benchCase{caseKey{s.name, path}, s, s.base + path})
+	}
+	forwarding := []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppel, fl.doppelInfo}
+	for _, path := range []string{"/small", "/large"} {
+		for _, s := range forwarding {
+			add(&b.cases, s, path)
+		}
+	}
+	for _, s := range []*server{fl.doppel, fl.doppelInfo, fl.mountebank, fl.nginxRet} {
+		add(&b.cases, s, mockPath)
+	}
+	for _, s := range []*server{fl.upstream, fl.goproxy, fl.doppel, fl.doppelInfo} {
+		add(&b.rateCases, s, "/small")
+	}
+	return b
+}
+
+// checkAnswers fetches every URL once before any load: a target that does
+// not answer correctly is a setup failure, not a data point.
+func (b *benchmark) checkAnswers(ctx context.Context) error {
+	for _, c := range append(append([]benchCase(nil), b.cases...), b.rateCases...) {
+		if err := check(ctx, c.url, c.key.path); err != nil {
+			return fmt.Errorf("%s does not answer correctly: %w", c.key.target, err)
+		}
+	}
+	return nil
+}
+
+const (
+	wrkOverhead = 500 * time.Millisecond // wrk start, /proc scans
+	lgOverhead  = 700 * time.Millisecond
+	endMargin   = 20 * time.Second // stopping everything, the report
+)
+
+// plan fits the rounds into the time budget, shortening the wrk runs (never
+// below 2 s) if it must.
+func (b *benchmark) plan(start time.Time) error {
+	cfg := b.cfg
+	nw, nl := time.Duration(len(b.cases)), time.Duration(len(b.rateCases))
+	rounds := time.Duration(cfg.rounds)
+	lgCost := cfg.rateWarm + cfg.rateDur + lgOverhead
+	warmCost := nw * (cfg.warm + wrkOverhead)
+	left := time.Until(start.Add(cfg.budget)) - endMargin
+	round := func(d time.Duration) time.Duration { return nw*(d+wrkOverhead) + nl*lgCost }
+	if warmCost+rounds*round(cfg.dur) > left {
+		avail := left - warmCost - rounds*(nw*wrkOverhead+nl*lgCost)
+		d := (avail / (rounds * nw)).Truncate(time.Second)
+		if d < 2*time.Second {
+			return fmt.Errorf("the time budget is too small: %d rounds need about %s more than the %s left (installs may have used it; run again, they are cached)",
+				cfg.rounds, (warmCost + rounds*round(2*time.Second) - left).Round(time.Second), left.Round(time.Second))
+		}
+		fmt.Fprintf(os.Stderr, "bench: shortening wrk runs from %s to %s to stay within the budget\n", cfg.dur, d)
+		cfg.dur = d
+	}
+	b.perRound = round(cfg.dur)
+	fmt.Fprintf(os.Stderr, "bench: plan: warm-up %s, then %d rounds of %d wrk runs (%s) + %d open-loop runs (%s at %.0f/s), about %s per round; %s left in the budget\n",
+		warmCost.Round(time.Second), cfg.rounds, nw, cfg.dur, nl, cfg.rateDur, cfg.rate, b.perRound.Round(time.Second), left.Round(time.Second))
+	return nil
+}
+
+func (b *benchmark) alive() error {
+	for _, s := range []*server{b.fl.upstream, b.fl.nginx, b.fl.goproxy, b.fl.toxiproxy, b.fl.doppel, b.fl.doppelInfo, b.fl.mountebank} {
+		if s.proc.exited() {
+			return fmt.Errorf("%s (pid %d) exited unexpectedly (%v); its log says:\n%s", s.proc.name, s.proc.pid, s.proc.waitErr, s.proc.logTail())
+		}
+	}
+	return nil
+}
+
+func (b *benchmark) warmUp(ctx context.Context) error {
+	fmt.Fprintf(os.Stderr, "bench: warm-up, %s per target\n", b.cfg.warm)
+	for _, c := range b.cases {
+		r, err := measureWrk(ctx, b.cfg, c.url, b.cfg.warm, c.srv.proc.pid)
+		if err != nil {
+			return fmt.Errorf("warm-up of %s %s: %w", c.key.target, c.key.path, err)
+		}
+		if r.Non2xx+r.SockErrs > 0 {
+			b.problems = append(b.problems, fmt.Sprintf("warm-up: %s %s: %d non-2xx, %d socket errors", c.key.target, c.key.path, r.Non2xx, r.SockErrs))
+		}
+	}
+	return b.alive()
+}
+
+func (b *benchmark) measure(ctx context.Context) error {
+	cfg := b.cfg
+	deadline, _ := ctx.Deadline()
+	for r := 1; r <= cfg.rounds; r++ {
+		if !deadline.IsZero() && time.Until(deadline) < b.perRound+endMargin {
+			fmt.Fprintf(os.Stderr, "bench: WARNING: stopping after %d of %d rounds to stay within the budget\n", b.roundsDone, cfg.rounds)
+			break
+		}
+		for _, c := range b.cases {
+			w, err := measureWrk(ctx, cfg, c.url, cfg.dur, c.srv.proc.pid)
+			if err != nil {
+				if aerr := b.alive(); aerr != nil {
+					return aerr
+				}
+				return fmt.Errorf("round %d, %s %s: %w", r, c.key.target, c.key.path, err)
+			}
+			b.wrk[c.key] = append(b.wrk[c.key], w)
+			if w.Non2xx+w.SockErrs > 0 {
+				b.problems = append(b.problems, fmt.Sprintf("round %d: %s %s: %d non-2xx answers, %d socket errors (of %d requests)", r, c.key.target, c.key.path, w.Non2xx, w.SockErrs, w.Requests))
+			}
+			fmt.Fprintf(os.Stderr, "bench: round %d/%d  %-13s %-9s %9.0f req/s  p50 %-8s p99 %-8s  %6.1f µs CPU/req  %s\n",
+				r, cfg.rounds, c.key.target, c.key.path, w.RPS, fmtDur(w.P50), fmtDur(w.P99), w.CPUPerReq, errNote(w.Non2xx, w.SockErrs))
+		}
+		for _, c := range b.rateCases {
+			l, err := runLoadgen(ctx, cfg, c.url)
+			if err != nil {
+				if aerr := b.alive(); aerr != nil {
+					return aerr
+				}
+				return fmt.Errorf("round %d, open-loop %s: %w", r, c.key.target, err)
+			}
+			b.lg[c.key.target] = append(b.lg[c.key.target], l)
+			if l.Errors+l.Non2xx > 0 {
+				b.problems = append(b.problems, fmt.Sprintf("round %d: open-loop %s: %d errors, %d non-2xx of %d (first: %s)", r, c.key.target, l.Errors, l.Non2xx, l.Sent, l.FirstError))
+			}
+			fmt.Fprintf(os.Stderr, "bench: round %d/%d  %-13s open-loop %.0f/s  p50 %-8s p99 %-8s max %-8s (generator lag p99 %s)\n",
+				r, cfg.rounds, c.key.target, cfg.rate, fmtUs(l.P50us), fmtUs(l.P99us), fmtUs(l.MaxUs), fmtUs(l.LagP99us))
+		}
+		if err := b.alive(); err != nil {
+			return err
+		}
+		b.roundsDone++
+	}
+	return nil
+}
+
+func errNote(non2xx, sock int64) string {
+	if non2xx+sock == 0 {
+		return ""
+	}
+	return fmt.Sprintf("(%d non-2xx, %d socket errors)", non2xx, sock)
+}
+
+// benign are log lines every run produces and that say nothing about the
+// server: when wrk stops it closes its connections with requests in flight.
+var benign = []struct{ file, substr, why string }{
+	{"goproxy.log", "proxy error: context canceled", "httputil.ReverseProxy's default ErrorLog noting requests wrk abandoned when it stopped"},
+	{"mountebank.log", "ECONNRESET", "connections wrk reset when it stopped"},
+}
+
+// scanLogs reports what the servers wrote to their logs. Doppel at level
+// error should write nothing at all while serving.
+func scanLogs(tmp string) []string {
+	var out []string
+	paths, _ := filepath.Glob(filepath.Join(tmp, "*.log"))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		name := filepath.Base(p)
+		var lines []string
+		expected := map[string]int{}
+	next:
+		for l := range strings.Lines(string(b)) {
+			if l = strings.TrimSpace(l); l == "" {
+				continue
+			}
+			for _, bn := range benign {
+				if bn.file == name && strings.Contains(l, bn.substr) {
+					expected[bn.why]++
+					continue next
+				}
+			}
+			lines = append(lines, l)
+		}
+		for why, n := range expected {
+			out = append(out, fmt.Sprintf("%s: %d expected line(s): %s", name, n, why))
+		}
+		if len(lines) > 0 {
+			out = append(out, fmt.Sprintf("%s has %d other line(s); first: %.300s", name, len(lines), lines[0]))
+		}
+	}
+	return out
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// wrkRun is one closed-loop wrk measurement of one target.
+type wrkRun struct {
+	RPS       float64
+	Requests  int64
+	P50, P99  time.Duration
+	SockErrs  int64
+	Non2xx    int64
+	CPU       time.Duration // measured process tree, during the run
+	CPUPerReq float64       // µs
+	RSSPeak   int64         // bytes, sampled every 100 ms during the run
+}
+
+var (
+	reRPS     = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)`)
+	reReqs    = regexp.MustCompile(`(?m)^\s*([0-9]+) requests in `)
+	rePct     = regexp.MustCompile(`(?m)^\s*(50|99)%\s+([0-9.]+)(us|ms|s|m|h)\s*$`)
+	reSockErr = regexp.MustCompile(`(?m)Socket errors: connect ([0-9]+), read ([0-9]+), write ([0-9]+), timeout ([0-9]+)`)
+	reNon2xx  = regexp.MustCompile(`(?m)Non-2xx or 3xx responses: ([0-9]+)`)
+)
+
+func parseWrkDuration(num, unit string) (time.Duration, error) {
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, err
+	}
+	mult := map[string]float64{"us": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}[unit]
+	return time.Duration(f * mult), nil
+}
+
+// parseWrk reads wrk's --latency report.
+func parseWrk(out string) (wrkRun, error) {
+	var r wrkRun
+	m := reRPS.FindStringSubmatch(out)
+	if m == nil {
+		return r, fmt.Errorf("no Requests/sec line in wrk output:\n%s", out)
+	}
+	r.RPS, _ = strconv.ParseFloat(m[1], 64)
+	if m = reReqs.FindStringSubmatch(out); m == nil {
+		return r, fmt.Errorf("no request count in wrk output:\n%s", out)
+	}
+	r.Requests, _ = strconv.ParseInt(m[1], 10, 64)
+	for _, pm := range rePct.FindAllStringSubmatch(out, -1) {
+		d, err := parseWrkDuration(pm[2], pm[3])
+		if err != nil {
+			return r, fmt.Errorf("bad latency %q in wrk output", pm[0])
+		}
+		if pm[1] == "50" {
+			r.P50 = d
+		} else {
+			r.P99 = d
+		}
+	}
+	if r.P50 == 0 || r.P99 == 0 {
+		return r, fmt.Errorf("no 50%%/99%% latency lines in wrk output (was --latency given?):\n%s", out)
+	}
+	if m = reSockErr.FindStringSubmatch(out); m != nil {
+		for _, s := range m[1:] {
+			n, _ := strconv.ParseInt(s, 10, 64)
+			r.SockErrs += n
+		}
+	}
+	if m = reNon2xx.FindStringSubmatch(out); m != nil {
+		r.Non2xx, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	return r, nil
+}
+
+// measureWrk runs wrk against url while accounting the CPU and RSS of the
+// process tree rooted at pid.
+func measureWrk(ctx context.Context, cfg *config, url string, d time.Duration, pid int) (wrkRun, error) {
+	tree := processTree(pid)
+	cpu0, err := treeCPU(pid)
+	if err != nil {
+		return wrkRun{}, err
+	}
+
+	// Sample RSS while wrk runs.
+	var peak int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if r := rssOf(tree); r > peak {
+				peak = r
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	})
+
+	secs := max(1, int((d+time.Second/2)/time.Second))
+	wctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(wctx, cfg.wrk,
+		"-t"+strconv.Itoa(cfg.threads), "-c"+strconv.Itoa(cfg.conns),
+		"-d"+strconv.Itoa(secs)+"s", "--latency", url)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	runErr := cmd.Run()
+	close(stop)
+	wg.Wait()
+
+	cpu1, cerr := treeCPU(pid)
+	if runErr != nil {
+		if ctx.Err() != nil {
+			return wrkRun{}, ctx.Err()
+		}
+		return wrkRun{}, fmt.Errorf("wrk %s: %v\n%s%s", url, runErr, out.String(), errb.String())
+	}
+	if cerr != nil {
+		return wrkRun{}, fmt.Errorf("measured process died during the run: %w", cerr)
+	}
+	r, err := parseWrk(out.String())
+	if err != nil {
+		return r, err
+	}
+	r.CPU = cpu1 - cpu0
+	if r.Requests > 0 {
+		r.CPUPerReq = float64(r.CPU.Microseconds()) / float64(r.Requests)
+	}
+	r.RSSPeak = peak
+	return r, nil
+}
+
+// lgResult is what bench/cmd/loadgen prints.
+type lgResult struct {
+	URL        string  `json:"url"`
+	Sent       int     `json:"sent"`
+	OK         int     `json:"ok"`
+	Non2xx     int     `json:"non2xx"`
+	Errors     int     `json:"errors"`
+	Late       int     `json:"late_dispatch"`
+	LagP50us   float64 `json:"dispatch_lag_p50_us"`
+	LagP99us   float64 `json:"dispatch_lag_p99_us"`
+	P50us      float64 `json:"p50_us"`
+	P90us      float64 `json:"p90_us"`
+	P99us      float64 `json:"p99_us"`
+	P999us     float64 `json:"p999_us"`
+	MaxUs      float64 `json:"max_us"`
+	FirstError string  `json:"first_error"`
+}
+
+func runLoadgen(ctx context.Context, cfg *config, url string) (lgResult, error) {
+	lctx, cancel := context.WithTimeout(ctx, cfg.rateDur+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(lctx, cfg.bin("loadgen"),
+		"-url", url,
+		"-rate", strconv.FormatFloat(cfg.rate, 'f', -1, 64),
+		"-duration", cfg.rateDur.String(),
+		"-warmup", cfg.rateWarm.String())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return lgResult{}, ctx.Err()
+		}
+		return lgResult{}, fmt.Errorf("loadgen %s: %v\n%s", url, err, strings.TrimSpace(errb.String()))
+	}
+	var r lgResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		return r, fmt.Errorf("loadgen %s: unreadable result %q: %v", url, out.String(), err)
+	}
+	return r, nil
+}

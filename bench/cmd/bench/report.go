@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"debug/buildinfo"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func fmtDur(d time.Duration) string { return fmtUs(float64(d.Nanoseconds()) / 1e3) }
+
+func fmtUs(us float64) string {
+	switch {
+	case math.IsNaN(us):
+		return "–"
+	case us < 1000:
+		return fmt.Sprintf("%.0f µs", us)
+	case us < 100_000:
+		return fmt.Sprintf("%.2f ms", us/1000)
+	default:
+		return fmt.Sprintf("%.0f ms", us/1000)
+	}
+}
+
+func fmtRatio(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", x)
+}
+
+// describeMachine is the machine and tool versions, as Markdown lines.
+func describeMachine(cfg *config) string {
+	var sb strings.Builder
+	model := "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for l := range strings.Lines(string(b)) {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for l := range strings.Lines(string(b)) {
+			if rest, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+				mem = strings.TrimSpace(rest)
+				break
+			}
+		}
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	cmdOut := func(name string, args ...string) string {
+		out, _ := exec.Command(name, args...).CombinedOutput()
+		line, _, _ := strings.Cut(string(bytes.TrimSpace(out)), "\n")
+		return line
+	}
+	toxi := "?"
+	if bi, err := buildinfo.ReadFile(cfg.toxiproxy); err == nil {
+		toxi = bi.Main.Version
+	}
+	fmt.Fprintf(&sb, "- CPU: %d × %s (nproc %d), memory %s, Linux %s\n", runtime.NumCPU(), model, runtime.NumCPU(), mem, strings.TrimSpace(string(kernel)))
+	src := cmdOut("git", "describe", "--always", "--dirty")
+	if src == "" || strings.HasPrefix(src, "fatal") {
+		src = "unknown"
+	}
+	fmt.Fprintf(&sb, "- Go: %s; Doppel: %s, built from %s\n", runtime.Version(), cmdOut(cfg.doppel, "version"), src)
+	wrkVer := strings.Fields(cmdOut(cfg.wrk, "-v"))
+	if len(wrkVer) > 2 {
+		wrkVer = wrkVer[:2]
+	}
+	fmt.Fprintf(&sb, "- peers: %s (%d workers); Toxiproxy %s; Mountebank %s (node %s); load from %s\n",
+		strings.TrimPrefix(cmdOut(cfg.nginx, "-v"), "nginx version: "), cfg.nginxWorkers, toxi,
+		cmdOut(cfg.mb, "--version"), cmdOut("node", "--version"), strings.Join(wrkVer, " "))
+	return sb.String()
+}
+
+type row struct {
+	key                             caseKey
+	rps, p50, p99, cpu, rss         float64
+	errs                            int64
+	xDirect, xNginx, xGo, xMB       float64
+	rpsRounds                       []float64
+	cpuRounds                       []float64
+	p50Rounds, p99Rounds, rssRounds []float64
+}
+
+// ratio is the median over rounds of this run's req/s divided by the
+// reference's req/s in the same round (the two ran seconds apart).
+func (b *benchmark) ratio(k, ref caseKey) float64 {
+	a, r := b.wrk[k], b.wrk[ref]
+	if len(r) == 0 || len(a) == 0 {
+		return math.NaN()
+	}
+	var xs []float64
+	for i := range min(len(a), len(r)) {
+		if r[i].RPS > 0 {
+			xs = append(xs, a[i].RPS/r[i].RPS)
+		}
+	}
+	return median(xs)
+}
+
+func (b *benchmark) rows() []row {
+	var rows []row
+	for _, c := range b.cases {
+		runs := b.wrk[c.key]
+		if len(runs) == 0 {
+			continue
+		}
+		r := row{key: c.key}
+		for _, w := range runs {
+			r.rpsRounds = append(r.rpsRounds, w.RPS)
+			r.cpuRounds = append(r.cpuRounds, w.CPUPerReq)
+			r.p50Rounds = append(r.p50Rounds, float64(w.P50.Nanoseconds())/1e3)
+			r.p99Rounds = append(r.p99Rounds, float64(w.P99.Nanoseconds())/1e3)
+			r.rssRounds = append(r.rssRounds, float64(w.RSSPeak)/(1<<20))
+			r.errs += w.Non2xx + w.SockErrs
+		}
+		r.rps, r.cpu, r.p50, r.p99, r.rss = median(r.rpsRounds), median(r.cpuRounds), median(r.p50Rounds), median(r.p99Rounds), median(r.rssRounds)
+		r.xDirect, r.xNginx, r.xGo, r.xMB = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		if c.key.path == mockPath {
+			r.xDirect = b.ratio(c.key, caseKey{"direct", "/small"})
+			r.xNginx = b.ratio(c.key, caseKey{"nginx-return", mockPath})
+			r.xMB = b.ratio(c.key, caseKey{"mountebank", mockPath})
+		} else {
+			r.xDirect = b.ratio(c.key, caseKey{"direct", c.key.path})
+			r.xNginx = b.ratio(c.key, caseKey{"nginx", c.key.path})
+			r.xGo = b.ratio(c.key, caseKey{"goproxy", c.key.path})
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func (b *benchmark) lgMedian(target string, f func(lgResult) float64) float64 {
+	var xs []float64
+	for _, l := range b.lg[target] {
+		xs = append(xs, f(l))
+	}
+	return median(xs)
+}
+
+// lgDelta is the median over rounds of target's minus goproxy's value.
+func (b *benchmark) lgDelta(target string, f func(lgResult) float64) float64 {
+	a, g := b.lg[target], b.lg["goproxy"]
+	var xs []float64
+	for i := range min(len(a), len(g)) {
+		xs = append(xs, f(a[i])-f(g[i]))
+	}
+	return median(xs)
+}
+
+func (b *benchmark) report(machine string, elapsed time.Duration) string {
+	cfg := b.cfg
+	var sb strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&sb, format, a...) }
+	w("\n## Doppel peer benchmark — %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	w("%s", machine)
+	w("- load: `wrk -t%d -c%d -d%ds --latency`, %d interleaved rounds (%d completed), medians over rounds; open loop %.0f req/s for %s (+%s warm-up) per target and round; total run time %s\n\n",
+		cfg.threads, cfg.conns, int(cfg.dur/time.Second), cfg.rounds, b.roundsDone, cfg.rate, cfg.rateDur, cfg.rateWarm, elapsed.Round(time.Second))
+
+	w("### Closed loop (wrk, %d connections)\n\n", cfg.conns)
+	w("| target | path | req/s | spread | p50 | p99 | CPU µs/req | peak RSS MiB | errors | ×direct | ×nginx | ×goproxy | ×mountebank |\n")
+	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	rows := b.rows()
+	byKey := map[caseKey]row{}
+	for _, r := range rows {
+		byKey[r.key] = r
+		path := r.key.path
+		if path == mockPath {
+			path = "/mock/{id}"
+		}
+		spread := (slices.Max(r.rpsRounds) - slices.Min(r.rpsRounds)) / r.rps * 100
+		w("| %s | %s | %.0f | %.0f%% | %s | %s | %.1f | %.1f | %d | %s | %s | %s | %s |\n",
+			r.key.target, path, r.rps, spread, fmtUs(r.p50), fmtUs(r.p99), r.cpu, r.rss, r.errs,
+			fmtRatio(r.xDirect), fmtRatio(r.xNginx), fmtRatio(r.xGo), fmtRatio(r.xMB))
+	}
+	w("\nreq/s, p50, p99, CPU and RSS are medians over the rounds; spread is (max − min) / median of req/s over the rounds. CPU µs/req is the serving process's user+system CPU during the run divided by the requests wrk completed (for `direct`: the upstream; for nginx: master and workers). Ratios are medians of per-round ratios. For `/mock/{id}`, ×direct compares with direct `/small` and ×nginx with nginx `return 200`.\n\n")
+
+	w("### Open loop, fixed %.0f req/s (latency from the scheduled send time)\n\n", cfg.rate)
+	w("| target | path | p50 | p90 | p99 | p99.9 | max | errors | p99 − goproxy p99 | generator lag p99 |\n")
+	w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range b.rateCases {
+		t := c.key.target
+		if len(b.lg[t]) == 0 {
+			continue
+		}
+		var errs int
+		for _, l := range b.lg[t] {
+			errs += l.Errors + l.Non2xx
+		}
+		delta := "–"
+		if t != "goproxy" {
+			delta = fmt.Sprintf("%+.0f µs", b.lgDelta(t, func(l lgResult) float64 { return l.P99us }))
+		}
+		w("| %s | /small | %s | %s | %s | %s | %s | %d | %s | %s |\n", t,
+			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.P50us })),
+			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.P90us })),
+			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.P99us })),
+			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.P999us })),
+			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.MaxUs })),
+			errs, delta,
+			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.LagP99us })))
+	}
+
+	w("\n### Issue 6 targets\n\n")
+	w("| target | doppel (log level error) | doppel (info, JSON to /dev/null) |\n|---|---|---|\n")
+	verdict := func(ok bool) string {
+		if ok {
+			return "**met**"
+		}
+		return "**missed**"
+	}
+	atLeast := func(x, goal float64) string {
+		if math.IsNaN(x) {
+			return "no data"
+		}
+		return fmt.Sprintf("%s (%s by %+.0f%%)", fmtRatio(x), verdict(x >= goal), (x/goal-1)*100)
+	}
+	atMost := func(x, goal float64, unit string) string {
+		if math.IsNaN(x) {
+			return "no data"
+		}
+		return fmt.Sprintf("%.1f %s (%s; %+.1f %s vs the %.0f %s limit)", x, unit, verdict(x <= goal), x-goal, unit, goal, unit)
+	}
+	line := func(name string, f func(target string) string) {
+		w("| %s | %s | %s |\n", name, f("doppel"), f("doppel-info"))
+	}
+	line("forwarding `/small` ≥ 1.0× bare Go proxy", func(t string) string { return atLeast(byKey[caseKey{t, "/small"}].xGo, 1) })
+	line("forwarding `/small` ≤ 40 µs CPU/req", func(t string) string { return atMost(byKey[caseKey{t, "/small"}].cpu, 40, "µs") })
+	line("forwarding `/large` ≥ 1.0× nginx", func(t string) string { return atLeast(byKey[caseKey{t, "/large"}].xNginx, 1) })
+	line("forwarding `/large` RSS flat (peak during `/large` − peak during `/small` < 16 MiB)", func(t string) string {
+		l, s := byKey[caseKey{t, "/large"}], byKey[caseKey{t, "/small"}]
+		if len(l.rssRounds) == 0 || len(s.rssRounds) == 0 {
+			return "no data"
+		}
+		d := slices.Max(l.rssRounds) - slices.Max(s.rssRounds)
+		return fmt.Sprintf("%+.1f MiB, peak %.1f MiB (%s)", d, slices.Max(l.rssRounds), verdict(d < 16))
+	})
+	line("mocked `/mock/{id}` ≥ 10× Mountebank", func(t string) string { return atLeast(byKey[caseKey{t, mockPath}].xMB, 10) })
+	line("mocked `/mock/{id}` ≤ 20 µs CPU/req", func(t string) string { return atMost(byKey[caseKey{t, mockPath}].cpu, 20, "µs") })
+	line(fmt.Sprintf("p99 at %.0f req/s within 0.5 ms of the bare Go proxy", cfg.rate), func(t string) string {
+		if len(b.lg[t]) == 0 || len(b.lg["goproxy"]) == 0 {
+			return "no data"
+		}
+		d := b.lgDelta(t, func(l lgResult) float64 { return l.P99us })
+		return fmt.Sprintf("%+.0f µs (%s; %+.0f µs vs the 500 µs limit)", d, verdict(d <= 500), d-500)
+	})
+	w("\nDoppel's RSS right after start: %.1f MiB.\n", float64(b.fl.doppelIdleRSS)/(1<<20))
+
+	w("\n### Problems seen\n\n")
+	if len(b.problems) == 0 {
+		w("none: every answer was 2xx, no socket errors, no process exited, no server logged anything.\n")
+	}
+	for _, p := range b.problems {
+		w("- %s\n", p)
+	}
+	return sb.String()
+}

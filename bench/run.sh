@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The peer benchmark behind `make bench` (see docs/performance.md).
+#
+# Installs what is missing (nginx-light and wrk from apt, Toxiproxy with
+# `go install`, Mountebank from npm; the last two into bench/.cache/), builds
+# the benchmark programs and Doppel into bench/.cache/bin, then hands over to
+# the orchestrator (bench/cmd/bench), which starts and stops its own
+# processes by PID. Extra arguments go to the orchestrator
+# (e.g. `bench/run.sh -rounds 5 -keep`). The whole run, installs included,
+# is bounded by BENCH_BUDGET seconds (default 570, under 10 minutes).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+CACHE=bench/.cache
+BIN=$CACHE/bin
+TOXIPROXY_VERSION=${TOXIPROXY_VERSION:-latest}
+MOUNTEBANK_VERSION=${MOUNTEBANK_VERSION:-2.9.1}
+BUDGET=${BENCH_BUDGET:-570}
+
+die() { echo "bench: FAILED: $*" >&2; exit 1; }
+note() { echo "bench: $*" >&2; }
+
+mkdir -p "$BIN"
+
+# apt packages (root, or sudo without a password).
+missing=()
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+	note "installing ${missing[*]} with apt-get"
+	if [ "$(id -u)" -eq 0 ]; then SUDO=(); elif command -v sudo >/dev/null 2>&1; then SUDO=(sudo -n); else
+		die "missing ${missing[*]}, and not root: apt-get install -y ${missing[*]}"
+	fi
+	"${SUDO[@]}" apt-get update -qq || die "apt-get update failed"
+	DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq "${missing[@]}" || die "apt-get install ${missing[*]} failed"
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+# Toxiproxy (its server binary is called `server`).
+if [ ! -x "$BIN/server" ]; then
+	note "installing Toxiproxy ($TOXIPROXY_VERSION) with go install"
+	GOBIN="$PWD/$BIN" timeout 300 "$GO" install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" ||
+		die "go install github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION failed"
+fi
+
+# Mountebank.
+MB=$CACHE/mb/node_modules/.bin/mb
+if [ ! -x "$MB" ]; then
+	note "installing Mountebank $MOUNTEBANK_VERSION with npm"
+	timeout 300 npm install --silent --no-audit --no-fund --prefix "$CACHE/mb" "mountebank@$MOUNTEBANK_VERSION" >&2 ||
+		die "npm install mountebank@$MOUNTEBANK_VERSION failed"
+fi
+
+# Our programs and Doppel itself, always rebuilt so the numbers are today's.
+note "building Doppel and the benchmark programs"
+"$GO" build -o "$BIN/" ./cmd/doppel ./bench/cmd/bench ./bench/cmd/upstream ./bench/cmd/goproxy ./bench/cmd/loadgen ||
+	die "go build failed"
+
+left=$((BUDGET - SECONDS))
+[ "$left" -gt 60 ] || die "installs used the time budget ($SECONDS s of $BUDGET s); run again, they are cached now"
+exec "$BIN/bench" -bin "$BIN" -mb "$MB" -nginx "$NGINX" -budget "${left}s" "$@"
