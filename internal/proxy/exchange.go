@@ -91,6 +91,17 @@ func (ex *exchange) waitLatency() {
 	}
 }
 
+// statusClientLeft is logged for a request whose client disconnected
+// before its answer began.
+const statusClientLeft = 499
+
+// clientLeft records that the client disconnected before any answer.
+func (ex *exchange) clientLeft() {
+	ex.wroteHeader = true
+	ex.status = statusClientLeft
+	ex.headerAt = time.Since(ex.start)
+}
+
 func (ex *exchange) Write(b []byte) (int, error) {
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)

@@ -156,6 +156,13 @@ func hasBody(res *http.Response) bool {
 func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		ex := exchangeFrom(r.Context())
+		if ex.req.Context().Err() != nil {
+			// The client went away first: there is nobody to answer, and
+			// the log says so (499, nginx's "client closed request")
+			// rather than blaming the upstream.
+			ex.clientLeft()
+			return
+		}
 		// Only the proxy's own timeout is a timeout; a dial that gives up
 		// on its own is a failure to reach the upstream.
 		if context.Cause(r.Context()) == errUpstreamTimeout {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -133,5 +134,27 @@ func TestClientThatLeavesReleasesTheUpstream(t *testing.T) {
 	case <-released:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream kept streaming after the client left")
+	}
+}
+
+// TestClientThatLeavesBeforeTheAnswerIsLogged499: the upstream did nothing
+// wrong, so the log must not say 502.
+func TestClientThatLeavesBeforeTheAnswerIsLogged499(t *testing.T) {
+	arrived := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+	}))
+	defer up.Close()
+	d := start(t, oneProxy(up.URL, ""), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, d.URL+"/", nil)
+	go func() { <-arrived; cancel() }()
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("the request was not cancelled")
+	}
+	lines := d.logs.lines(t, 1)
+	if len(lines) != 1 || lines[0]["status"] != 499.0 || lines[0]["upstream_contacted"] != false {
+		t.Fatalf("log lines %v", lines)
 	}
 }
