@@ -16,7 +16,7 @@ import (
 func TestExampleMocksAnswerAsTheirCommentsSay(t *testing.T) {
 	t.Parallel()
 	p := startProc(t, invocation{
-		args: []string{"serve", "--config", repoPath(t, "examples/main.yaml"), "--proxy-addr", "127.0.0.1:0"},
+		args: []string{"serve", "--config", repoPath(t, "examples/main.yaml"), "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"},
 		dir:  t.TempDir(),
 	})
 	base := "http://" + p.waitServing()

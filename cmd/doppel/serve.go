@@ -15,10 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doppelproxy/doppel/internal/admin"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/proxy"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/doppelproxy/doppel/internal/store/file"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 	"github.com/doppelproxy/doppel/internal/version"
 	"github.com/spf13/cobra"
@@ -28,6 +30,7 @@ import (
 const (
 	envWorkers     = "DOPPEL_WORKERS"
 	envProxyAddr   = "DOPPEL_PROXY_ADDR"
+	envAdminAddr   = "DOPPEL_ADMIN_ADDR"
 	envExternalURL = "DOPPEL_EXTERNAL_URL"
 )
 
@@ -38,6 +41,7 @@ type serveFlags struct {
 	store     storeFlags
 	workers   int
 	proxyAddr string
+	adminAddr string
 }
 
 func newServeCmd(stdout io.Writer) *cobra.Command {
@@ -59,6 +63,7 @@ once. A configuration with violations is refused with every one listed.`,
 	fs := cmd.Flags()
 	fs.IntVar(&f.workers, "workers", 0, "how many OS threads run Go code at once, GOMAXPROCS (env "+envWorkers+"; default: every core)")
 	fs.StringVar(&f.proxyAddr, "proxy-addr", "", "HOST:PORT for the proxy listener instead of server.host:server.port (env "+envProxyAddr+")")
+	fs.StringVar(&f.adminAddr, "admin-addr", "", "HOST:PORT for the admin listener instead of admin.host:admin.port (env "+envAdminAddr+")")
 	return cmd
 }
 
@@ -104,12 +109,17 @@ func (f *serveFlags) resolve(cmd *cobra.Command) error {
 	if f.workers < 1 {
 		return usage("--workers must be at least 1, not %d", f.workers)
 	}
-	if !cmd.Flags().Changed("proxy-addr") {
-		f.proxyAddr = strings.TrimSpace(os.Getenv(envProxyAddr))
-	}
-	if f.proxyAddr != "" {
-		if _, _, err := net.SplitHostPort(f.proxyAddr); err != nil {
-			return usage("--proxy-addr must be HOST:PORT: %v", err)
+	for _, a := range []struct {
+		flag, env string
+		value     *string
+	}{{"proxy-addr", envProxyAddr, &f.proxyAddr}, {"admin-addr", envAdminAddr, &f.adminAddr}} {
+		if !cmd.Flags().Changed(a.flag) {
+			*a.value = strings.TrimSpace(os.Getenv(a.env))
+		}
+		if *a.value != "" {
+			if _, _, err := net.SplitHostPort(*a.value); err != nil {
+				return usage("--%s (or %s) must be HOST:PORT: %v", a.flag, a.env, err)
+			}
 		}
 	}
 	return nil
@@ -151,11 +161,28 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	if err := os.MkdirAll(string(doc.Templates.Dir), 0o755); err != nil {
 		return failed("cannot create the template directory: %v", err)
 	}
+	envTokens, err := admin.ParseEnvTokens(os.Getenv(admin.EnvTokens))
+	if err != nil {
+		return failed("%v", err)
+	}
+	for _, t := range doc.Admin.Tokens {
+		for _, e := range envTokens {
+			if e.Name == t.Name {
+				logger.Warn("a configured token is shadowed by "+admin.EnvTokens+" and stops working", "token", string(t.Name))
+			}
+		}
+	}
+	st, err := file.Open(opts.ConfigPath, string(doc.Templates.Dir))
+	if err != nil {
+		return failed("cannot open the configuration store: %v", err)
+	}
+	defer st.Close()
 	rt, err := runtime.Compile(doc)
 	if err != nil {
 		return failed("cannot compile the configuration: %v", err)
 	}
 	holder := runtime.NewHolder(rt)
+	ctl := runtime.NewController(holder, st)
 
 	addr := f.proxyAddr
 	if addr == "" {
@@ -190,7 +217,28 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
-	served := make(chan error, 1)
+	var adminSrv *http.Server
+	served := make(chan error, 2)
+	if *doc.Admin.Enable {
+		aaddr := f.adminAddr
+		if aaddr == "" {
+			aaddr = net.JoinHostPort(doc.Admin.Host.String(), strconv.Itoa(int(doc.Admin.Port)))
+		}
+		aln, err := net.Listen("tcp", aaddr)
+		if err != nil {
+			_ = ln.Close()
+			return failed("the admin listener cannot bind %s: %v", aaddr, err)
+		}
+		adminSrv = &http.Server{
+			Handler:           admin.New(ctl, envTokens, logger),
+			ReadHeaderTimeout: 10 * time.Second,
+			MaxHeaderBytes:    1 << 20,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          log.New(io.Discard, "", 0),
+		}
+		go func() { served <- adminSrv.Serve(aln) }()
+		logger.Info("the admin API is listening", "admin_addr", aln.Addr().String())
+	}
 	go func() { served <- srv.Serve(ln) }()
 	logger.Info("doppel is serving",
 		"version", version.Version,
@@ -214,6 +262,9 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
+	if adminSrv != nil {
+		go func() { _ = adminSrv.Shutdown(ctx) }()
+	}
 	if err := srv.Shutdown(ctx); err != nil {
 		logger.Warn("in-flight requests did not finish in time", "error", err.Error())
 		_ = srv.Close()

@@ -1,0 +1,317 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/goccy/go-yaml"
+)
+
+// proxyJSON is a proxy document as the API shows it: its canonical form.
+func proxyJSON(p *config.Proxy) (any, config.Revision, error) {
+	y, err := config.CanonicalProxy(p)
+	if err != nil {
+		return nil, "", err
+	}
+	var v any
+	if err := yaml.Unmarshal(y, &v); err != nil {
+		return nil, "", err
+	}
+	rev, err := config.ProxyRevision(p)
+	return v, rev, err
+}
+
+type revisioned struct {
+	Revision config.Revision `json:"revision"`
+	Proxy    any             `json:"proxy"`
+}
+
+func (s *Server) listProxies(w http.ResponseWriter, r *http.Request) {
+	if !s.authorize(w, r, ActList, nil) {
+		return
+	}
+	doc := s.ctl.Holder().Load().Document
+	out := struct {
+		Proxies []revisioned `json:"proxies"`
+	}{Proxies: []revisioned{}}
+	for i := range doc.Proxies {
+		v, rev, err := proxyJSON(&doc.Proxies[i])
+		if err != nil {
+			apierr.Write(w, apierr.StoreError, err.Error())
+			return
+		}
+		out.Proxies = append(out.Proxies, revisioned{rev, v})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) readProxy(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p := s.inForce(name)
+	if !s.authorize(w, r, ActRead, p) {
+		return
+	}
+	if p == nil {
+		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+		return
+	}
+	s.answerProxy(w, http.StatusOK, p)
+}
+
+func (s *Server) answerProxy(w http.ResponseWriter, status int, p *config.Proxy) {
+	v, rev, err := proxyJSON(p)
+	if err != nil {
+		apierr.Write(w, apierr.StoreError, err.Error())
+		return
+	}
+	w.Header().Set("ETag", `"`+string(rev)+`"`)
+	writeJSON(w, status, revisioned{rev, v})
+}
+
+// body is a create or update body: {"revision", "proxy"}, or (update only)
+// a bare proxy document with If-Match.
+type body struct {
+	revision *string
+	proxy    *config.Proxy
+}
+
+// readBody reads at most a configuration document's worth (1 MiB).
+func readBody(w http.ResponseWriter, r *http.Request) (*body, bool) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, config.MaxDocumentSize+1))
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, "the body could not be read: "+err.Error())
+		return nil, false
+	}
+	if len(raw) > config.MaxDocumentSize {
+		apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a proxy document is at most %d bytes", config.MaxDocumentSize))
+		return nil, false
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, "the body is not a JSON object: "+err.Error())
+		return nil, false
+	}
+	b := &body{}
+	doc := raw
+	if p, wrapped := top["proxy"]; wrapped {
+		for k := range top {
+			if k != "proxy" && k != "revision" {
+				apierr.Write(w, apierr.ConfigInvalid, fmt.Sprintf("unknown key %q: the body is {\"revision\", \"proxy\"}", k))
+				return nil, false
+			}
+		}
+		if rv, ok := top["revision"]; ok {
+			var s string
+			if err := json.Unmarshal(rv, &s); err != nil {
+				apierr.Write(w, apierr.ConfigInvalid, "revision must be a string")
+				return nil, false
+			}
+			b.revision = &s
+		}
+		doc = p
+	}
+	p, err := config.ParseProxy(doc)
+	if err != nil {
+		var inv *config.Invalid
+		msg := err.Error()
+		if errors.As(err, &inv) {
+			msg = strings.Join(inv.Lines(), "\n")
+		}
+		apierr.Write(w, apierr.ConfigInvalid, msg)
+		return nil, false
+	}
+	b.proxy = p
+	return b, true
+}
+
+// ifMatch reads If-Match: `"<hex>"` or bare `<hex>`; `*` is no revision at
+// all (428); anything else is a bad request.
+func ifMatch(r *http.Request) (value string, present, star bool, err error) {
+	v := strings.TrimSpace(r.Header.Get("If-Match"))
+	if v == "" {
+		return "", false, false, nil
+	}
+	if v == "*" {
+		return "", true, true, nil
+	}
+	v = strings.TrimPrefix(strings.TrimSuffix(v, `"`), `"`)
+	if _, err := config.ParseRevision(v); err != nil {
+		return "", true, false, fmt.Errorf("If-Match: %v", err)
+	}
+	return v, true, false, nil
+}
+
+func (s *Server) createProxy(w http.ResponseWriter, r *http.Request) {
+	if !s.authorize(w, r, ActCreate, nil) {
+		return
+	}
+	if r.Header.Get("If-Match") != "" {
+		apierr.Write(w, apierr.ConfigInvalid, "a new proxy has no revision: send no If-Match")
+		return
+	}
+	b, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	if b.revision != nil {
+		apierr.Write(w, apierr.ConfigInvalid, "a new proxy has no revision: send no revision")
+		return
+	}
+	p := b.proxy
+	rt, err := s.ctl.Write(r.Context(), func(doc *config.Document) error {
+		if find(doc, string(p.Name)) >= 0 {
+			return &runtime.Conflict{Reason: "a proxy named " + string(p.Name) + " already exists"}
+		}
+		doc.Proxies = append(doc.Proxies, *p)
+		return nil
+	})
+	if err != nil {
+		s.writeFailure(w, err)
+		return
+	}
+	doc := rt.Document
+	w.Header().Set("Location", "/api/v1/proxies/"+string(p.Name))
+	s.answerProxy(w, http.StatusCreated, &doc.Proxies[find(doc, string(p.Name))])
+}
+
+func find(doc *config.Document, name string) int {
+	for i := range doc.Proxies {
+		if string(doc.Proxies[i].Name) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Server) updateProxy(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !s.authorize(w, r, ActUpdate, s.inForce(name)) {
+		return
+	}
+	header, present, star, err := ifMatch(r)
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, err.Error())
+		return
+	}
+	b, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var expected string
+	switch {
+	case star:
+		apierr.Write(w, apierr.RevisionRequired, "If-Match: * is not a revision: send the revision you read")
+		return
+	case b.revision != nil && present && *b.revision != header:
+		apierr.Write(w, apierr.ConfigInvalid, "If-Match and the body's revision disagree")
+		return
+	case b.revision != nil:
+		if _, err := config.ParseRevision(*b.revision); err != nil {
+			apierr.Write(w, apierr.ConfigInvalid, "revision: "+err.Error())
+			return
+		}
+		expected = *b.revision
+	case present:
+		expected = header
+	default:
+		apierr.Write(w, apierr.RevisionRequired, "an update needs the revision it is based on, in If-Match or the body")
+		return
+	}
+	p := b.proxy
+	renamed := string(p.Name) != name
+	rt, err := s.ctl.Write(r.Context(), func(doc *config.Document) error {
+		i := find(doc, name)
+		if i < 0 {
+			return &notFound{"proxy " + name}
+		}
+		if cur, _ := config.ProxyRevision(&doc.Proxies[i]); string(cur) != expected {
+			return &revisionMismatch{name: name, current: string(cur)}
+		}
+		if renamed && find(doc, string(p.Name)) >= 0 {
+			return &config.Invalid{Violations: []config.Violation{{Path: "name", Message: "proxy " + string(p.Name) + " already exists: a rename needs a free name"}}}
+		}
+		doc.Proxies[i] = *p
+		return nil
+	})
+	if err != nil {
+		s.writeFailure(w, err)
+		return
+	}
+	// Template files follow the proxy, after the configuration write.
+	if renamed {
+		if err := s.ctl.Store().MoveTemplates(r.Context(), name, string(p.Name)); err != nil {
+			s.log.Error("moving template files after a rename failed", "from", name, "to", string(p.Name), "error", err.Error())
+		}
+	}
+	doc := rt.Document
+	updated := &doc.Proxies[find(doc, string(p.Name))]
+	s.pruneTemplates(r, updated)
+	s.answerProxy(w, http.StatusOK, updated)
+}
+
+// pruneTemplates removes the proxy's template files no mock names any more.
+func (s *Server) pruneTemplates(r *http.Request, p *config.Proxy) {
+	files, err := s.ctl.Store().Templates(r.Context(), string(p.Name))
+	if err != nil {
+		return
+	}
+	for _, f := range files {
+		if !declares(p, f.Name) {
+			if err := s.ctl.Store().DeleteTemplate(r.Context(), string(p.Name), f.Name); err != nil {
+				s.log.Error("removing an unused template file failed", "proxy", string(p.Name), "file", f.Name, "error", err.Error())
+			}
+		}
+	}
+}
+
+func declares(p *config.Proxy, file string) bool {
+	for _, m := range p.Mocks {
+		if m.Response.Template != nil && string(*m.Response.Template) == file {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) deleteProxy(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !s.authorize(w, r, ActDelete, s.inForce(name)) {
+		return
+	}
+	header, present, star, err := ifMatch(r)
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, err.Error())
+		return
+	}
+	if star {
+		present = false // "whatever it is": a delete does not need a revision
+	}
+	_, err = s.ctl.Write(r.Context(), func(doc *config.Document) error {
+		i := find(doc, name)
+		if i < 0 {
+			return &notFound{"proxy " + name}
+		}
+		if present {
+			if cur, _ := config.ProxyRevision(&doc.Proxies[i]); string(cur) != header {
+				return &revisionMismatch{name: name, current: string(cur)}
+			}
+		}
+		doc.Proxies = append(doc.Proxies[:i], doc.Proxies[i+1:]...)
+		return nil
+	})
+	if err != nil {
+		s.writeFailure(w, err)
+		return
+	}
+	if err := s.ctl.Store().DeleteTemplates(r.Context(), name); err != nil {
+		s.log.Error("removing a deleted proxy's template files failed", "proxy", name, "error", err.Error())
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
