@@ -284,7 +284,7 @@ func TestProxyLifecycle(t *testing.T) {
 	taken := strings.Replace(doc, `"name": "omega"`, `"name": "alpha"`, 1)
 	expectCode(t, upd(`{"revision": "`+rev2+`", "proxy": `+taken+`}`), 400, "CONFIG_INVALID")
 	renamed := strings.Replace(doc, `"name": "omega"`, `"name": "sigma"`, 1)
-	if a := upd(`{"revision": "`+rev2+`", "proxy": `+renamed+`}`); a.status != 200 {
+	if a := upd(`{"revision": "` + rev2 + `", "proxy": ` + renamed + `}`); a.status != 200 {
 		t.Fatalf("rename: %d %s", a.status, a.raw)
 	}
 	expectCode(t, e.call(t, "GET", "/api/v1/proxies/omega", adminToken, ""), 404, "NOT_FOUND")
