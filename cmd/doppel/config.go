@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/control"
 	"github.com/doppelproxy/doppel/internal/store"
 	"github.com/spf13/cobra"
 )
@@ -19,7 +21,7 @@ func newConfigCmd() *cobra.Command {
 			return usage("a config subcommand is required")
 		},
 	}
-	cmd.AddCommand(newValidateCmd(), newSchemaCmd())
+	cmd.AddCommand(newValidateCmd(), newSchemaCmd(), newReloadCmd())
 	return cmd
 }
 
@@ -82,4 +84,81 @@ func newSchemaCmd() *cobra.Command {
 			return write(cmd, string(config.Schema()))
 		},
 	}
+}
+
+func newReloadCmd() *cobra.Command {
+	var flags storeFlags
+	var socket string
+	cmd := &cobra.Command{
+		Use:   "reload",
+		Short: "Make a running doppel serve reload its configuration",
+		Long: `Make a running doppel serve reload its configuration, over the control socket.
+
+Prints "reloaded: revision <hex>, <n> proxies" (and a "note:" line naming the
+sections that need a restart), or "reload rejected: CONFIG_INVALID" and every
+violation, the running configuration untouched (exit 1). Without --socket the
+socket's path is read from the configuration (control.socket).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, err := socketPath(cmd, &flags, socket)
+			if err != nil {
+				return err
+			}
+			resp, err := control.Call(path, control.Request{Command: "reload"})
+			if err != nil {
+				return failed("%v", err)
+			}
+			if !resp.OK {
+				return refusal(cmd, "reload rejected", resp)
+			}
+			out := fmt.Sprintf("reloaded: revision %s, %d proxies\n", resp.Revision, resp.Proxies)
+			if len(resp.Unapplied) > 0 {
+				out += "note: restart needed for: " + strings.Join(resp.Unapplied, ", ") + "\n"
+			}
+			return write(cmd, out)
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().StringVar(&socket, "socket", "", "the control socket; when set, no configuration is read")
+	return cmd
+}
+
+// socketPath is --socket, else the configuration's control.socket.
+func socketPath(cmd *cobra.Command, flags *storeFlags, socket string) (string, error) {
+	if socket != "" {
+		return socket, nil
+	}
+	opts, err := flags.options(cmd)
+	if err != nil {
+		return "", err
+	}
+	src, err := readDocument(opts)
+	if err != nil {
+		return "", err
+	}
+	doc, err := config.Parse(src)
+	if err != nil {
+		var inv *config.Invalid
+		if errors.As(err, &inv) {
+			return "", failed("the configuration does not parse, so its control.socket is unknown (pass --socket):\n%s", strings.Join(inv.Lines(), "\n"))
+		}
+		return "", failed("%v", err)
+	}
+	return string(doc.Control.Socket), nil
+}
+
+// refusal prints a command the server refused: what it found goes to
+// stdout, and the exit status is 1.
+func refusal(cmd *cobra.Command, what string, resp *control.Response) error {
+	out := fmt.Sprintf("%s: %s\n", what, resp.Code)
+	if resp.Message != "" && len(resp.Violations) == 0 {
+		out += resp.Message + "\n"
+	}
+	for _, v := range resp.Violations {
+		out += v + "\n"
+	}
+	if err := write(cmd, out); err != nil {
+		return err
+	}
+	return rejected
 }

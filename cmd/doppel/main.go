@@ -102,6 +102,6 @@ drops requests, or is partly mocked.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usage("%v", err)
 	})
-	root.AddCommand(newServeCmd(stdout), newVersionCmd(), newConfigCmd())
+	root.AddCommand(newServeCmd(stdout), newVersionCmd(), newConfigCmd(), newTokenCmd())
 	return root
 }

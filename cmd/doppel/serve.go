@@ -17,6 +17,7 @@ import (
 
 	"github.com/doppelproxy/doppel/internal/admin"
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/control"
 	"github.com/doppelproxy/doppel/internal/proxy"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
@@ -42,6 +43,7 @@ type serveFlags struct {
 	workers   int
 	proxyAddr string
 	adminAddr string
+	socket    string
 }
 
 func newServeCmd(stdout io.Writer) *cobra.Command {
@@ -64,6 +66,7 @@ once. A configuration with violations is refused with every one listed.`,
 	fs.IntVar(&f.workers, "workers", 0, "how many OS threads run Go code at once, GOMAXPROCS (env "+envWorkers+"; default: every core)")
 	fs.StringVar(&f.proxyAddr, "proxy-addr", "", "HOST:PORT for the proxy listener instead of server.host:server.port (env "+envProxyAddr+")")
 	fs.StringVar(&f.adminAddr, "admin-addr", "", "HOST:PORT for the admin listener instead of admin.host:admin.port (env "+envAdminAddr+")")
+	fs.StringVar(&f.socket, "socket", "", "the control socket instead of control.socket")
 	return cmd
 }
 
@@ -183,6 +186,21 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	}
 	holder := runtime.NewHolder(rt)
 	ctl := runtime.NewController(holder, st)
+
+	socket := f.socket
+	if socket == "" {
+		socket = string(doc.Control.Socket)
+	}
+	var claimed []config.Name
+	for _, t := range envTokens {
+		claimed = append(claimed, t.Name)
+	}
+	ctlSrv, err := control.Listen(socket, ctl, claimed)
+	if err != nil {
+		return failed("%v", err)
+	}
+	defer ctlSrv.Close()
+	go ctlSrv.Serve()
 
 	addr := f.proxyAddr
 	if addr == "" {

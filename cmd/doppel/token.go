@@ -1,0 +1,61 @@
+package main
+
+import (
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/control"
+	"github.com/spf13/cobra"
+)
+
+func newTokenCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Manage admin tokens",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return usage("a token subcommand is required")
+		},
+	}
+	cmd.AddCommand(newTokenAddCmd())
+	return cmd
+}
+
+func newTokenAddCmd() *cobra.Command {
+	var flags storeFlags
+	var name, group, socket string
+	cmd := &cobra.Command{
+		Use:   "add",
+		Short: "Add an admin token to a running doppel serve",
+		Long: `Add an admin token to a running doppel serve, over the control socket.
+
+The server generates the token (a UUID v4), stores it and puts it in force
+before answering. The token is printed alone on the last line, so
+"| tail -1" captures it. The group defaults to user. A name already in use,
+or claimed by DOPPEL_ADMIN_TOKENS, is refused (exit 1).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := config.ParseName(name); err != nil {
+				return usage("--name: %v", err)
+			}
+			if _, err := config.ParseName(group); err != nil {
+				return usage("--group: %v", err)
+			}
+			path, err := socketPath(cmd, &flags, socket)
+			if err != nil {
+				return err
+			}
+			resp, err := control.Call(path, control.Request{Command: "token_add", Name: name, Group: group})
+			if err != nil {
+				return failed("%v", err)
+			}
+			if !resp.OK {
+				return refusal(cmd, "token add refused", resp)
+			}
+			return write(cmd, "added: revision "+resp.Revision+"\n"+resp.Token+"\n")
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().StringVar(&name, "name", "", "the token's name (required)")
+	cmd.Flags().StringVar(&group, "group", string(config.GroupUser), "the token's group")
+	cmd.Flags().StringVar(&socket, "socket", "", "the control socket; when set, no configuration is read")
+	return cmd
+}

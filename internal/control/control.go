@@ -1,0 +1,212 @@
+// Package control is the control socket: a Unix socket that carries
+// `doppel config reload` and `doppel token add` to a running serve. Each
+// connection carries one JSON request line and one JSON response line.
+// Both commands go through the runtime Controller, so they share the lock
+// of every admin API write.
+package control
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/google/uuid"
+)
+
+// Request is one command.
+type Request struct {
+	Command string `json:"command"` // "reload" or "token_add"
+	Name    string `json:"name,omitempty"`
+	Group   string `json:"group,omitempty"`
+}
+
+// Response is its answer. Code is an error code of the closed set when
+// the command was refused.
+type Response struct {
+	OK         bool     `json:"ok"`
+	Code       string   `json:"code,omitempty"`
+	Message    string   `json:"message,omitempty"`
+	Violations []string `json:"violations,omitempty"`
+	Revision   string   `json:"revision,omitempty"`
+	Proxies    int      `json:"proxies,omitempty"`
+	Unapplied  []string `json:"unapplied,omitempty"`
+	Token      string   `json:"token,omitempty"`
+}
+
+// Server answers on the control socket.
+type Server struct {
+	ctl      *runtime.Controller
+	envNames []config.Name // token names DOPPEL_ADMIN_TOKENS claims
+	ln       net.Listener
+	path     string
+	wg       sync.WaitGroup
+}
+
+// Listen creates the socket at path (mode 0600). Its directory must exist.
+// A socket file with nothing behind it (left by a crash) is replaced; a
+// live one belongs to another process and is never taken over.
+func Listen(path string, ctl *runtime.Controller, envNames []config.Name) (*Server, error) {
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("the control socket's directory %s does not exist (control.socket, or --socket)", dir)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("the control socket %s is in use by another process: another doppel serve is running with it (set control.socket or --socket for this one)", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("cannot replace the stale control socket %s: %w", path, err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("the control socket cannot be created at %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &Server{ctl: ctl, envNames: envNames, ln: ln, path: path}, nil
+}
+
+// Serve answers connections until Close.
+func (s *Server) Serve() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(c)
+		}()
+	}
+}
+
+// Close stops listening, waits for answers under way and removes the socket.
+func (s *Server) Close() error {
+	err := s.ln.Close()
+	s.wg.Wait()
+	if rmErr := os.Remove(s.path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
+		err = rmErr
+	}
+	return err
+}
+
+func (s *Server) handle(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	var resp Response
+	var req Request
+	if err != nil || json.Unmarshal(line, &req) != nil {
+		resp = Response{Code: "CONFIG_INVALID", Message: "one JSON request line was expected"}
+	} else {
+		resp = s.do(context.Background(), req)
+	}
+	b, _ := json.Marshal(resp)
+	_, _ = c.Write(append(b, '\n'))
+}
+
+func (s *Server) do(ctx context.Context, req Request) Response {
+	switch req.Command {
+	case "reload":
+		res, err := s.ctl.Reload(ctx)
+		if err != nil {
+			return failure(err)
+		}
+		return Response{OK: true, Revision: string(res.Runtime.Revision), Proxies: len(res.Runtime.Proxies), Unapplied: res.Unapplied}
+	case "token_add":
+		return s.addToken(ctx, req)
+	}
+	return Response{Code: "CONFIG_INVALID", Message: fmt.Sprintf("unknown command %q", req.Command)}
+}
+
+func (s *Server) addToken(ctx context.Context, req Request) Response {
+	name, err := config.ParseName(req.Name)
+	if err != nil {
+		return Response{Code: "CONFIG_INVALID", Message: "name: " + err.Error()}
+	}
+	group := config.GroupUser
+	if req.Group != "" {
+		if group, err = config.ParseName(req.Group); err != nil {
+			return Response{Code: "CONFIG_INVALID", Message: "group: " + err.Error()}
+		}
+	}
+	if slices.Contains(s.envNames, name) {
+		return Response{Code: "CONFLICT", Message: "token name " + string(name) + " is claimed by the environment (DOPPEL_ADMIN_TOKENS): a stored token of that name could never authenticate"}
+	}
+	token := config.Token(uuid.NewString())
+	rt, err := s.ctl.Write(ctx, func(doc *config.Document) error {
+		for _, t := range doc.Admin.Tokens {
+			if t.Name == name {
+				return &runtime.Conflict{Reason: "a token named " + string(name) + " already exists"}
+			}
+		}
+		doc.Admin.Tokens = append(doc.Admin.Tokens, config.TokenEntry{Name: name, Group: group, Token: token})
+		return nil
+	})
+	if err != nil {
+		return failure(err)
+	}
+	return Response{OK: true, Revision: string(rt.Revision), Token: string(token)}
+}
+
+func failure(err error) Response {
+	var (
+		inv      *config.Invalid
+		conflict *runtime.Conflict
+	)
+	switch {
+	case errors.As(err, &inv):
+		return Response{Code: "CONFIG_INVALID", Message: "the configuration is invalid", Violations: inv.Lines()}
+	case errors.As(err, &conflict):
+		return Response{Code: "CONFLICT", Message: conflict.Error()}
+	}
+	return Response{Code: "STORE_ERROR", Message: err.Error()}
+}
+
+// Call sends one request to the socket at path and returns the answer.
+func Call(path string, req Request) (*Response, error) {
+	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the control socket %s (is doppel serve running with it?): %w", path, unwrapOp(err))
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Minute))
+	b, _ := json.Marshal(req)
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("no answer on the control socket %s: %w", path, err)
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return nil, fmt.Errorf("the control socket answered something that is not JSON: %s", strings.TrimSpace(string(line)))
+	}
+	return &resp, nil
+}
+
+func unwrapOp(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}
