@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/admin"
+	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/control"
 	"github.com/doppelproxy/doppel/internal/proxy"
@@ -68,6 +69,24 @@ once. A configuration with violations is refused with every one listed.`,
 	fs.StringVar(&f.adminAddr, "admin-addr", "", "HOST:PORT for the admin listener instead of admin.host:admin.port (env "+envAdminAddr+")")
 	fs.StringVar(&f.socket, "socket", "", "the control socket instead of control.socket")
 	return cmd
+}
+
+// publishMocks republishes doppel_proxy_mocks for the runtime now in force;
+// a proxy that left goes to 0.
+func publishMocks(m *telemetry.Metrics, old, next *runtime.Runtime) {
+	counts := map[string]int{}
+	for _, p := range next.Proxies {
+		counts[p.Name] = len(p.Mocks)
+	}
+	var gone []string
+	if old != nil {
+		for _, p := range old.Proxies {
+			if _, ok := counts[p.Name]; !ok {
+				gone = append(gone, p.Name)
+			}
+		}
+	}
+	m.PublishMocks(counts, gone)
 }
 
 // externalAddress settles Doppel's own address (SPEC §8.3): the
@@ -186,6 +205,9 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	}
 	holder := runtime.NewHolder(rt)
 	ctl := runtime.NewController(holder, st)
+	metrics := telemetry.NewMetrics(version.Version, *doc.Admin.Dashboard)
+	publishMocks(metrics, nil, rt)
+	ctl.OnSwap(func(old, next *runtime.Runtime) { publishMocks(metrics, old, next) })
 
 	socket := f.socket
 	if socket == "" {
@@ -221,6 +243,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 			Log:       logger,
 			Templates: render.NewFiles(string(doc.Templates.Dir)),
 			External:  external,
+			Metrics:   metrics,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,
@@ -247,8 +270,21 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 			_ = ln.Close()
 			return failed("the admin listener cannot bind %s: %v", aaddr, err)
 		}
+		api := admin.New(ctl, envTokens, logger)
+		adminMux := http.NewServeMux()
+		adminMux.Handle("GET /metrics", metrics.Handler())
+		adminMux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", "GET, HEAD")
+			apierr.Write(w, apierr.MethodNotAllowed, r.Method+" is not allowed here; allowed: GET, HEAD")
+		})
+		adminMux.Handle("/", api)
 		adminSrv = &http.Server{
-			Handler:           admin.New(ctl, envTokens, logger),
+			Handler: metrics.InstrumentAdmin(adminMux, func(r *http.Request) string {
+				if strings.TrimRight(r.URL.Path, "/") == "/metrics" {
+					return "/metrics"
+				}
+				return api.Route(r)
+			}),
 			ReadHeaderTimeout: 10 * time.Second,
 			MaxHeaderBytes:    1 << 20,
 			IdleTimeout:       2 * time.Minute,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/runtime"
 )
 
@@ -27,9 +28,13 @@ type exchange struct {
 	target    string // the built upstream path, escaped
 
 	// latency is the whole-response target; zero when the roll did not fire.
-	latency       time.Duration
-	latencyWaited time.Duration
-	lossInjected  bool
+	latency        time.Duration
+	latencyFired   bool
+	latencyWaited  time.Duration
+	lossInjected   bool
+	replaced       bool        // a mock was chosen to answer
+	errCode        apierr.Code // the envelope's code when Doppel answered with one
+	upstreamFailed bool        // a transport failure or the proxy's timeout
 
 	wroteHeader bool
 	status      int
@@ -89,6 +94,16 @@ func (ex *exchange) waitLatency() {
 	if paused {
 		ex.timeout.Reset(ex.timeoutLeft - began.Sub(ex.upstreamStart))
 	}
+}
+
+// fail answers with Doppel's own error envelope.
+func (ex *exchange) fail(code apierr.Code, message string) {
+	ex.failStatus(code.Status(), code, message)
+}
+
+func (ex *exchange) failStatus(status int, code apierr.Code, message string) {
+	ex.errCode = code
+	apierr.WriteStatus(ex, status, code, message)
 }
 
 // statusClientLeft is logged for a request whose client disconnected

@@ -154,7 +154,7 @@ func hasBody(res *http.Response) bool {
 // errorHandler answers a failed exchange: the proxy's timeout is 504, any
 // other failure (refused, reset, a broken relay) 502.
 func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
-	return func(w http.ResponseWriter, r *http.Request, err error) {
+	return func(_ http.ResponseWriter, r *http.Request, err error) {
 		ex := exchangeFrom(r.Context())
 		if ex.req.Context().Err() != nil {
 			// The client went away first: there is nobody to answer, and
@@ -166,11 +166,13 @@ func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, err
 		// Only the proxy's own timeout is a timeout; a dial that gives up
 		// on its own is a failure to reach the upstream.
 		if context.Cause(r.Context()) == errUpstreamTimeout {
-			apierr.Write(w, apierr.UpstreamTimeout, "the upstream did not answer within the proxy's timeout of "+ex.proxy.Timeout.String())
+			ex.upstreamFailed = true
+			ex.fail(apierr.UpstreamTimeout, "the upstream did not answer within the proxy's timeout of "+ex.proxy.Timeout.String())
 			return
 		}
 		log.Debug("upstream exchange failed", "request_id", ex.requestID, "proxy", ex.proxy.Name, "error", err.Error())
-		apierr.Write(w, apierr.UpstreamError, "the upstream could not be reached or broke off the exchange")
+		ex.upstreamFailed = true
+		ex.fail(apierr.UpstreamError, "the upstream could not be reached or broke off the exchange")
 	}
 }
 

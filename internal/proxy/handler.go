@@ -31,6 +31,7 @@ const headerRequestID = "X-Request-Id"
 
 // Handler serves the proxy listener.
 type Handler struct {
+	metrics   *telemetry.Metrics
 	runtime   *runtime.Holder
 	roller    fault.Roller
 	log       *telemetry.Logger
@@ -53,6 +54,8 @@ type Options struct {
 	// External is Doppel's own address, which redirects and bodies naming
 	// an upstream are rewritten to; nothing is rewritten when nil.
 	External *External
+	// Metrics receives every request; nothing is recorded when nil.
+	Metrics *telemetry.Metrics
 }
 
 // New builds the handler over the runtime held by h.
@@ -72,6 +75,7 @@ func New(h *runtime.Holder, opts Options) *Handler {
 		log:       opts.Log,
 		templates: opts.Templates,
 		external:  opts.External,
+		metrics:   opts.Metrics,
 	}
 	handler.forward = handler.newForwarder(opts.Transport, opts.Log.Logger)
 	return handler
@@ -108,7 +112,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// 4. Latency, then forward.
-	ex.latency, _ = p.Latency.Target(h.roller, key)
+	ex.latency, ex.latencyFired = p.Latency.Target(h.roller, key)
 	h.forwardUpstream(ex, p)
 }
 
@@ -131,12 +135,12 @@ func requestID(r *http.Request) string {
 
 func (h *Handler) resolve(ex *exchange, rt *runtime.Runtime) *runtime.Proxy {
 	if len(rt.Proxies) == 0 {
-		apierr.Write(ex, apierr.NoProxiesConfigured, "no proxies are configured")
+		ex.fail(apierr.NoProxiesConfigured, "no proxies are configured")
 		return nil
 	}
 	p := rt.Resolve(ex.req.Header)
 	if p == nil {
-		apierr.Write(ex, apierr.ProxyNotResolved, "no proxy matches this request, and none is the default")
+		ex.fail(apierr.ProxyNotResolved, "no proxy matches this request, and none is the default")
 		return nil
 	}
 	ex.proxy = p
@@ -149,7 +153,7 @@ func (h *Handler) confine(ex *exchange, p *runtime.Proxy) bool {
 		ex.target, ok = buildTarget(p.BasePath, path)
 	}
 	if !ok {
-		apierr.Write(ex, apierr.InvalidRequestPath, "the request path would leave the proxy's upstream")
+		ex.fail(apierr.InvalidRequestPath, "the request path would leave the proxy's upstream")
 	}
 	return ok
 }
@@ -159,7 +163,7 @@ func (h *Handler) confine(ex *exchange, p *runtime.Proxy) bool {
 func (h *Handler) drop(ex *exchange, l *fault.Loss) {
 	ex.lossInjected = true
 	ex.latency = 0
-	apierr.WriteStatus(ex, l.Status, apierr.LossInjected, fmt.Sprintf("request dropped by injected loss (status %d)", l.Status))
+	ex.failStatus(l.Status, apierr.LossInjected, fmt.Sprintf("request dropped by injected loss (status %d)", l.Status))
 }
 
 func (h *Handler) forwardUpstream(ex *exchange, p *runtime.Proxy) {
@@ -187,7 +191,7 @@ func (h *Handler) finish(ex *exchange) {
 		if v != http.ErrAbortHandler {
 			h.log.Error("panic while serving a request", "request_id", ex.requestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if !ex.wroteHeader {
-				apierr.Write(ex, apierr.InternalError, "internal error")
+				ex.fail(apierr.InternalError, "internal error")
 				h.logRequest(ex)
 				return
 			}
@@ -203,7 +207,32 @@ func (h *Handler) finish(ex *exchange) {
 	h.logRequest(ex)
 }
 
+// observe records a finished request in the metrics.
+func (h *Handler) observe(ex *exchange) {
+	if h.metrics == nil {
+		return
+	}
+	r := telemetry.ProxyRequest{
+		Method:           ex.req.Method,
+		Status:           ex.status,
+		Duration:         ex.headerAt,
+		Replaced:         ex.replaced,
+		Lost:             ex.lossInjected,
+		UpstreamError:    ex.upstreamFailed || (ex.upstreamContacted && ex.upstreamStatus >= 500),
+		LatencyFired:     ex.latencyFired,
+		ErrorCode:        string(ex.errCode),
+		Upstream:         ex.upstreamContacted,
+		UpstreamStatus:   ex.upstreamStatus,
+		UpstreamDuration: ex.upstreamDuration,
+	}
+	if ex.proxy != nil {
+		r.Proxy = ex.proxy.Name
+	}
+	h.metrics.ObserveProxy(&r)
+}
+
 func (h *Handler) logRequest(ex *exchange) {
+	h.observe(ex)
 	line := telemetry.RequestLine{
 		RequestID:         ex.requestID,
 		Mock:              ex.mock,

@@ -31,12 +31,14 @@ func collapseLeadingSlashes(p string) string {
 // then the rendered answer.
 func (h *Handler) answerMock(ex *exchange, p *runtime.Proxy, m *runtime.Mock, sub []string, key fault.Key) {
 	ex.mock = m.Name
+	ex.replaced = true
 	m.Hits.Add(1)
+	h.metrics.MockHit(p.Name, m.Name)
 	if m.Loss.Fires(h.roller, key) {
 		h.drop(ex, m.Loss)
 		return
 	}
-	ex.latency, _ = m.Latency.Target(h.roller, key)
+	ex.latency, ex.latencyFired = m.Latency.Target(h.roller, key)
 
 	in := render.Input{Submatches: sub, Header: ex.req.Header, RawQuery: ex.req.URL.RawQuery}
 	if m.Render.ReadsBody() {
@@ -60,7 +62,7 @@ func (h *Handler) answerMock(ex *exchange, p *runtime.Proxy, m *runtime.Mock, su
 func (h *Handler) readBody(ex *exchange, p *runtime.Proxy) ([]byte, bool) {
 	limit := int64(p.Config.BodyLimit)
 	if ex.req.ContentLength > limit {
-		apierr.Write(ex, apierr.UploadTooLarge, fmt.Sprintf("the request body is over the proxy's body_limit of %d bytes", limit))
+		ex.fail(apierr.UploadTooLarge, fmt.Sprintf("the request body is over the proxy's body_limit of %d bytes", limit))
 		return nil, false
 	}
 	// A client trickling its body holds a connection: the proxy's timeout
@@ -70,11 +72,11 @@ func (h *Handler) readBody(ex *exchange, p *runtime.Proxy) ([]byte, bool) {
 	body, err := io.ReadAll(io.LimitReader(ex.req.Body, limit+1))
 	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
-		apierr.Write(ex, apierr.BodyExtractionError, "the request body could not be read: "+err.Error())
+		ex.fail(apierr.BodyExtractionError, "the request body could not be read: "+err.Error())
 		return nil, false
 	}
 	if int64(len(body)) > limit {
-		apierr.Write(ex, apierr.UploadTooLarge, fmt.Sprintf("the request body is over the proxy's body_limit of %d bytes", limit))
+		ex.fail(apierr.UploadTooLarge, fmt.Sprintf("the request body is over the proxy's body_limit of %d bytes", limit))
 		return nil, false
 	}
 	return body, true
@@ -126,15 +128,15 @@ func writeAnswer(ex *exchange, a *render.Answer) {
 func (h *Handler) mockFailed(ex *exchange, err error) {
 	var re *render.Error
 	if !errors.As(err, &re) {
-		apierr.Write(ex, apierr.TemplateRenderError, err.Error())
+		ex.fail(apierr.TemplateRenderError, err.Error())
 		return
 	}
 	switch re.Kind {
 	case render.TemplateMissing:
-		apierr.Write(ex, apierr.TemplateNotFound, re.Message)
+		ex.fail(apierr.TemplateNotFound, re.Message)
 	case render.BodyNotJSON:
-		apierr.Write(ex, apierr.BodyExtractionError, re.Message)
+		ex.fail(apierr.BodyExtractionError, re.Message)
 	default:
-		apierr.Write(ex, apierr.TemplateRenderError, re.Message)
+		ex.fail(apierr.TemplateRenderError, re.Message)
 	}
 }

@@ -17,6 +17,24 @@ type Controller struct {
 	mu     sync.Mutex
 	holder *Holder
 	store  store.Store
+	onSwap func(old, next *Runtime)
+}
+
+// OnSwap registers what to do after every swap (metrics republish the
+// mocks per proxy). It runs under the controller's lock.
+func (c *Controller) OnSwap(fn func(old, next *Runtime)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onSwap = fn
+}
+
+func (c *Controller) swap(rt *Runtime) *Runtime {
+	old := c.holder.Load()
+	c.holder.Swap(rt)
+	if c.onSwap != nil {
+		c.onSwap(old, rt)
+	}
+	return old
 }
 
 // NewController changes what holder holds, from what st stores.
@@ -52,8 +70,7 @@ func (c *Controller) Reload(ctx context.Context) (*Reloaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	old := c.holder.Load()
-	c.holder.Swap(rt)
+	old := c.swap(rt)
 	return &Reloaded{Runtime: rt, Unapplied: Unapplied(old.Document, rt.Document)}, nil
 }
 
@@ -145,7 +162,7 @@ func (c *Controller) Write(ctx context.Context, edit func(doc *config.Document) 
 		if err != nil {
 			return nil, &NotPromoted{Err: err}
 		}
-		c.holder.Swap(rt)
+		c.swap(rt)
 		return rt, nil
 	}
 	return nil, &Conflict{Reason: "the configuration kept changing under this write; try again"}

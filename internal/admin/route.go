@@ -1,0 +1,32 @@
+package admin
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Route is the route template a request matches ("/api/v1/proxies/{name}",
+// never the concrete path), or "" when it matches none: the label the
+// admin metrics use, so that a hundred proxies are one series.
+func (s *Server) Route(r *http.Request) string {
+	mux, ok := s.handler.(*http.ServeMux)
+	if !ok {
+		return ""
+	}
+	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+		r2 := *r
+		u := *r.URL
+		u.Path = strings.TrimRight(p, "/")
+		u.RawPath = ""
+		r2.URL = &u
+		r = &r2
+	}
+	_, pattern := mux.Handler(r)
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		pattern = path
+	}
+	if pattern == "/" {
+		return ""
+	}
+	return pattern
+}

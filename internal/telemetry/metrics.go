@@ -1,0 +1,197 @@
+package telemetry
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Buckets are explicit, so that quantiles can be aggregated across
+// replicas: proxied traffic can be slow on purpose (up to a minute), the
+// admin API has no business taking more than seconds.
+var (
+	ProxyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	AdminBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+)
+
+// knownMethods bound the method label: anything else is OTHER, so a
+// client inventing methods cannot create series.
+var knownMethods = []string{
+	"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT", "QUERY",
+	"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK",
+}
+
+// MethodLabel is method when it is a known one, else OTHER.
+func MethodLabel(method string) string {
+	if slices.Contains(knownMethods, method) {
+		return method
+	}
+	return "OTHER"
+}
+
+// Metrics are Doppel's Prometheus metrics. No recording method takes a
+// path: there is no path label anywhere, by construction.
+type Metrics struct {
+	reg              *prometheus.Registry
+	proxyDuration    *prometheus.HistogramVec
+	upstreamDuration *prometheus.HistogramVec
+	adminDuration    *prometheus.HistogramVec
+	loss             *prometheus.CounterVec
+	latency          *prometheus.CounterVec
+	mockHits         *prometheus.CounterVec
+	lastError        *prometheus.GaugeVec
+	proxyMocks       *prometheus.GaugeVec
+}
+
+// NewMetrics registers every family; the state gauges exist from the start.
+func NewMetrics(version string, dashboard bool) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.proxyDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "doppel_proxy_request_duration_seconds", Help: "Requests on the proxy listener, every one of them (dropped and unresolved included), to their response headers.",
+		Buckets: ProxyBuckets,
+	}, []string{"proxy", "method", "status", "replace", "loss", "upstream_error"})
+	m.upstreamDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "doppel_upstream_request_duration_seconds", Help: "Upstream exchanges, to the upstream's response headers.",
+		Buckets: ProxyBuckets,
+	}, []string{"proxy", "method", "status"})
+	m.adminDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "doppel_admin_request_duration_seconds", Help: "Admin API requests, by route template.",
+		Buckets: AdminBuckets,
+	}, []string{"route", "method", "status"})
+	m.loss = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "doppel_loss_total", Help: "Requests dropped by an injected loss.",
+	}, []string{"proxy"})
+	m.latency = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "doppel_latency_injected_total", Help: "Latency rolls that fired (whether or not anything was left to wait).",
+	}, []string{"proxy"})
+	m.mockHits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "doppel_mock_hits_total", Help: "Requests a mock was chosen to answer.",
+	}, []string{"proxy", "mock"})
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "doppel_build_info", Help: "Always 1; the version is a label.",
+	}, []string{"version"})
+	dash := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "doppel_dashboard_info", Help: "Always 1; whether the dashboard is served is a label.",
+	}, []string{"enabled"})
+	m.lastError = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "doppel_proxy_last_error_timestamp_seconds", Help: "When the proxy listener last answered with an error code (Unix seconds).",
+	}, []string{"code"})
+	m.proxyMocks = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "doppel_proxy_mocks", Help: "Mocks per proxy in the configuration in force; a removed proxy is 0.",
+	}, []string{"proxy"})
+	m.reg.MustRegister(m.proxyDuration, m.upstreamDuration, m.adminDuration, m.loss, m.latency, m.mockHits,
+		build, dash, m.lastError, m.proxyMocks,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	build.WithLabelValues(version).Set(1)
+	dash.WithLabelValues(strconv.FormatBool(dashboard)).Set(1)
+	m.lastError.WithLabelValues("").Set(0)
+	return m
+}
+
+// Handler serves the exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// ProxyRequest is what one proxied request contributes.
+type ProxyRequest struct {
+	Proxy, Method    string
+	Status           int
+	Duration         time.Duration
+	Replaced, Lost   bool
+	UpstreamError    bool
+	LatencyFired     bool
+	ErrorCode        string // the envelope's code when Doppel answered with one
+	Upstream         bool   // an upstream answered
+	UpstreamStatus   int
+	UpstreamDuration time.Duration
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// ObserveProxy records one proxied request.
+func (m *Metrics) ObserveProxy(r *ProxyRequest) {
+	if m == nil {
+		return
+	}
+	method := MethodLabel(r.Method)
+	m.proxyDuration.WithLabelValues(r.Proxy, method, strconv.Itoa(r.Status), flag(r.Replaced), flag(r.Lost), flag(r.UpstreamError)).
+		Observe(r.Duration.Seconds())
+	if r.Upstream {
+		m.upstreamDuration.WithLabelValues(r.Proxy, method, strconv.Itoa(r.UpstreamStatus)).Observe(r.UpstreamDuration.Seconds())
+	}
+	if r.Lost {
+		m.loss.WithLabelValues(r.Proxy).Inc()
+	}
+	if r.LatencyFired {
+		m.latency.WithLabelValues(r.Proxy).Inc()
+	}
+	if r.ErrorCode != "" {
+		m.lastError.WithLabelValues(r.ErrorCode).Set(float64(time.Now().UnixNano()) / 1e9)
+	}
+}
+
+// MockHit counts a request a mock was chosen for.
+func (m *Metrics) MockHit(proxy, mock string) {
+	if m != nil {
+		m.mockHits.WithLabelValues(proxy, mock).Inc()
+	}
+}
+
+// ObserveAdmin records one admin request by its route template.
+func (m *Metrics) ObserveAdmin(route, method string, status int, d time.Duration) {
+	if m != nil {
+		m.adminDuration.WithLabelValues(route, MethodLabel(method), strconv.Itoa(status)).Observe(d.Seconds())
+	}
+}
+
+// PublishMocks sets doppel_proxy_mocks for the configuration now in force:
+// counts maps every proxy to its number of mocks; gone are proxies that
+// left, set to 0 rather than keeping their last count.
+func (m *Metrics) PublishMocks(counts map[string]int, gone []string) {
+	if m == nil {
+		return
+	}
+	for _, p := range gone {
+		m.proxyMocks.WithLabelValues(p).Set(0)
+	}
+	for p, n := range counts {
+		m.proxyMocks.WithLabelValues(p).Set(float64(n))
+	}
+}
+
+// InstrumentAdmin wraps the admin listener's handler so that every request
+// lands in the admin histogram under its route template.
+func (m *Metrics) InstrumentAdmin(h http.Handler, route func(*http.Request) string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		began := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		m.ObserveAdmin(route(r), r.Method, sw.status, time.Since(began))
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
