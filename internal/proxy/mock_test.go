@@ -295,3 +295,50 @@ func TestMockErrorsAreEnvelopes(t *testing.T) {
 		t.Fatalf("HEAD mock: %d %q", res.StatusCode, body)
 	}
 }
+
+func TestMetricsHaveNoPathsAndCountEverything(t *testing.T) {
+	up, _ := upstreamCounting(t)
+	doc, _ := config.Load([]byte(head + "proxies:\n" +
+		"  - {name: zeta, type: http, url: '" + up.URL + "', resolve: {type: header, header: X-P}, loss: {percentage: 1, status: 503}, mocks: [{name: mm, request: {method: GET, url: '^/m$'}, response: {status: 200}}]}\n" +
+		"  - {name: alpha, type: http, url: '" + up.URL + "', resolve: {type: header, header: X-P}}\n"))
+	rt, _ := runtime.Compile(doc)
+	m := telemetry.NewMetrics("v", true)
+	srv := httptest.NewServer(New(runtime.NewHolder(rt), Options{Metrics: m}))
+	defer srv.Close()
+	series := func() int {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		n := 0
+		for _, l := range strings.Split(rec.Body.String(), "\n") {
+			if strings.HasPrefix(l, "doppel_") {
+				n++
+			}
+		}
+		return n
+	}
+	get(t, srv.URL+"/warm", map[string]string{"X-P": "alpha"})
+	before := series()
+	for i := range 100 {
+		get(t, srv.URL+fmt.Sprintf("/distinct/%d", i), map[string]string{"X-P": "alpha"})
+	}
+	if after := series(); after != before {
+		t.Fatalf("100 distinct paths grew the series from %d to %d", before, after)
+	}
+	get(t, srv.URL+"/dropped", map[string]string{"X-P": "zeta"})
+	get(t, srv.URL+"/m", map[string]string{"X-P": "zeta"})
+	get(t, srv.URL+"/unresolved", nil)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	out := rec.Body.String()
+	for _, want := range []string{
+		`doppel_proxy_request_duration_seconds_count{loss="1",method="GET",proxy="zeta",replace="0",status="503",upstream_error="0"} 1`,
+		`doppel_proxy_request_duration_seconds_count{loss="0",method="GET",proxy="zeta",replace="1",status="200",upstream_error="0"} 1`,
+		`doppel_proxy_request_duration_seconds_count{loss="0",method="GET",proxy="",replace="0",status="404",upstream_error="0"} 1`,
+		`doppel_mock_hits_total{mock="mm",proxy="zeta"} 1`,
+		`doppel_loss_total{proxy="zeta"} 1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+}
