@@ -3,8 +3,10 @@ module github.com/doppelproxy/doppel
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.3.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/google/uuid v1.6.0
+	github.com/klauspost/compress v1.20.4
 	github.com/nikolalohinski/gonja/v2 v2.9.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2

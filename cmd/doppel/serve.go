@@ -17,6 +17,7 @@ import (
 
 	"github.com/doppelproxy/doppel/internal/admin"
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/compress"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/control"
 	"github.com/doppelproxy/doppel/internal/proxy"
@@ -279,7 +280,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		})
 		adminMux.Handle("/", api)
 		adminSrv = &http.Server{
-			Handler: metrics.InstrumentAdmin(adminMux, func(r *http.Request) string {
+			Handler: metrics.InstrumentAdmin(compress.Handler(adminMux), func(r *http.Request) string {
 				if strings.TrimRight(r.URL.Path, "/") == "/metrics" {
 					return "/metrics"
 				}
