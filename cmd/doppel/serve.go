@@ -178,6 +178,19 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 			logger.Warn(telemetry.EnvLog+" is not a level (trace, debug, info, warn, error); logging.level applies", "value", v)
 		}
 	}
+	docDSN := ""
+	if doc.Sentry != nil {
+		docDSN = doc.Sentry.DSN
+	}
+	dsn, dsnSource := telemetry.SentryDSN(docDSN)
+	reporter, err := telemetry.NewReporter(dsn, version.Version)
+	if err != nil {
+		return failed("%v", err)
+	}
+	defer reporter.Flush()
+	if reporter.Enabled() {
+		logger.Info("errors are reported to Sentry", "dsn", telemetry.MaskDSN(dsn), "source", dsnSource)
+	}
 	for _, a := range config.Advisories(doc) {
 		logger.Warn(a.Message, "path", a.Path)
 	}
@@ -245,6 +258,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 			Templates: render.NewFiles(string(doc.Templates.Dir)),
 			External:  external,
 			Metrics:   metrics,
+			Reporter:  reporter,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,

@@ -32,6 +32,7 @@ const headerRequestID = "X-Request-Id"
 // Handler serves the proxy listener.
 type Handler struct {
 	metrics   *telemetry.Metrics
+	reporter  *telemetry.Reporter
 	runtime   *runtime.Holder
 	roller    fault.Roller
 	log       *telemetry.Logger
@@ -56,6 +57,8 @@ type Options struct {
 	External *External
 	// Metrics receives every request; nothing is recorded when nil.
 	Metrics *telemetry.Metrics
+	// Reporter receives recovered panics (Sentry); nil reports nothing.
+	Reporter *telemetry.Reporter
 }
 
 // New builds the handler over the runtime held by h.
@@ -76,6 +79,7 @@ func New(h *runtime.Holder, opts Options) *Handler {
 		templates: opts.Templates,
 		external:  opts.External,
 		metrics:   opts.Metrics,
+		reporter:  opts.Reporter,
 	}
 	handler.forward = handler.newForwarder(opts.Transport, opts.Log.Logger)
 	return handler
@@ -190,6 +194,7 @@ func (h *Handler) finish(ex *exchange) {
 	if v := recover(); v != nil {
 		if v != http.ErrAbortHandler {
 			h.log.Error("panic while serving a request", "request_id", ex.requestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			h.reporter.Report(fmt.Errorf("panic while serving request %s: %v", ex.requestID, v))
 			if !ex.wroteHeader {
 				ex.fail(apierr.InternalError, "internal error")
 				h.logRequest(ex)
