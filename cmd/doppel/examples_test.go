@@ -4,6 +4,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,7 +18,7 @@ import (
 func TestExampleMocksAnswerAsTheirCommentsSay(t *testing.T) {
 	t.Parallel()
 	p := startProc(t, invocation{
-		args: []string{"serve", "--config", repoPath(t, "examples/main.yaml"), "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"},
+		args: []string{"serve", "--config", exampleCopy(t), "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--socket", filepath.Join(t.TempDir(), "doppel.sock")},
 		dir:  t.TempDir(),
 	})
 	base := "http://" + p.waitServing()
@@ -135,4 +137,16 @@ func TestServeExternalAddress(t *testing.T) {
 			t.Fatalf("want exit 1 naming %s: %s", envExternalURL, r)
 		}
 	})
+}
+
+// exampleCopy copies examples/main.yaml into a temporary directory: serve
+// writes a lock file beside the document it serves, and the repository
+// must stay clean.
+func exampleCopy(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile(repoPath(t, "examples/main.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, t.TempDir(), "main.yaml", string(src))
 }

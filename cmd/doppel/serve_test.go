@@ -1148,7 +1148,7 @@ func TestServeExample(t *testing.T) {
 	t.Parallel()
 	wd := t.TempDir()
 	p := startProc(t, invocation{
-		args: []string{"serve", "--config", repoPath(t, "examples/main.yaml"), "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"},
+		args: []string{"serve", "--config", exampleCopy(t), "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--socket", filepath.Join(t.TempDir(), "doppel.sock")},
 		dir:  wd,
 	})
 	addr := p.waitServing()
