@@ -288,6 +288,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		api := admin.New(ctl, envTokens, logger)
 		adminMux := http.NewServeMux()
 		adminMux.Handle("GET /metrics", metrics.Handler())
+		adminMux.Handle("GET /metrics/{$}", metrics.Handler())
 		adminMux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", "GET, HEAD")
 			apierr.Write(w, apierr.MethodNotAllowed, r.Method+" is not allowed here; allowed: GET, HEAD")

@@ -70,7 +70,8 @@ func newEnv(t *testing.T, doc string, envTokens []Token) *env {
 	}
 	rt, _ := runtime.Compile(snap.Document)
 	ctl := runtime.NewController(runtime.NewHolder(rt), st)
-	srv := httptest.NewServer(New(ctl, envTokens, nil))
+	// Every answer is held to the OpenAPI document (openapi_test.go).
+	srv := httptest.NewServer(documented(t, New(ctl, envTokens, nil)))
 	t.Cleanup(srv.Close)
 	return &env{Server: srv, ctl: ctl, path: path, dir: dir}
 }
@@ -358,6 +359,7 @@ func TestTemplates(t *testing.T) {
 	}
 	expectCode(t, up(".hidden", "x"), 400, "CONFIG_INVALID")
 	expectCode(t, up("%2e%2e", "x"), 400, "CONFIG_INVALID")
+	expectCode(t, up("a%2Fb/", "x"), 400, "CONFIG_INVALID") // a trailing slash keeps the encoding
 	expectCode(t, up("undeclared.txt", "x"), 422, "TEMPLATE_NOT_DECLARED")
 	expectCode(t, up("answer.json.j2", strings.Repeat("x", 2<<20)), 413, "UPLOAD_TOO_LARGE")
 	if a := up("answer.json.j2", `{"v": 1}`); a.status != 204 {

@@ -13,15 +13,7 @@ func (s *Server) Route(r *http.Request) string {
 	if !ok {
 		return ""
 	}
-	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
-		r2 := *r
-		u := *r.URL
-		u.Path = strings.TrimRight(p, "/")
-		u.RawPath = ""
-		r2.URL = &u
-		r = &r2
-	}
-	_, pattern := mux.Handler(r)
+	_, pattern := mux.Handler(withoutTrailingSlash(r))
 	if _, path, ok := strings.Cut(pattern, " "); ok {
 		pattern = path
 	}

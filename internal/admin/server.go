@@ -39,39 +39,133 @@ func New(ctl *runtime.Controller, env []Token, log *telemetry.Logger) *Server {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// A trailing slash is accepted on every path.
-	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
-		r2 := *r
-		u := *r.URL
-		u.Path = strings.TrimRight(p, "/")
-		u.RawPath = ""
-		r2.URL = &u
-		r = &r2
-	}
-	s.handler.ServeHTTP(w, r)
+	s.handler.ServeHTTP(w, withoutTrailingSlash(r))
 }
 
-// route is one endpoint.
+// withoutTrailingSlash is how a trailing slash is accepted on every path:
+// the request is routed as if it had none. The escaped form of the path is
+// trimmed too, so an encoded segment (a%2Fb) stays what it was.
+func withoutTrailingSlash(r *http.Request) *http.Request {
+	p := r.URL.Path
+	if len(p) <= 1 || !strings.HasSuffix(p, "/") {
+		return r
+	}
+	r2 := *r
+	u := *r.URL
+	u.Path = strings.TrimRight(p, "/")
+	if u.RawPath != "" {
+		u.RawPath = strings.TrimRight(u.RawPath, "/")
+	}
+	r2.URL = &u
+	return &r2
+}
+
+// route is one endpoint: what serves it and what the OpenAPI document says
+// of it. The table below is the only list of endpoints: the mux and
+// GET /openapi.json are both built from it, so nothing is served
+// undocumented and nothing documented is missing.
 type route struct {
 	method, pattern string
 	handle          http.HandlerFunc
+	api             api
 }
 
+// routeTable lists the endpoints in the order the document shows them.
+// A pattern is written as documented; a trailing slash on it is dropped
+// when it is routed, since ServeHTTP drops the request's.
 func (s *Server) routeTable() []route {
+	upload := api{
+		tag: tagTemplates, summary: "Upload a template file", action: ActUpload, body: rawBody,
+		about: "The body is the file, raw. Checked in this order, before the body is read: the file name is safe; " +
+			"some mock of that proxy names it in `response.template` (else 422); the body fits `admin.upload.limit` (else 413).",
+		ok:    []reply{{status: 204, means: "stored; the next request of a mock naming it uses it"}},
+		codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.TemplateNotDeclared, apierr.UploadTooLarge, apierr.StoreError},
+	}
 	return []route{
-		{"GET", "/api/v1/proxies", s.listProxies},
-		{"POST", "/api/v1/proxies", s.createProxy},
-		{"GET", "/api/v1/proxies/{name}", s.readProxy},
-		{"PUT", "/api/v1/proxies/{name}", s.updateProxy},
-		{"DELETE", "/api/v1/proxies/{name}", s.deleteProxy},
-		{"GET", "/api/v1/proxies/{name}/templates", s.listTemplates},
-		{"POST", "/api/v1/proxies/{name}/templates/{file}", s.uploadTemplate},
-		{"PUT", "/api/v1/proxies/{name}/templates/{file}", s.uploadTemplate},
-		{"DELETE", "/api/v1/proxies/{name}/templates/{file}", s.deleteTemplate},
-		{"POST", "/api/v1/config/reload", s.reload},
-		{"GET", "/api/v1/access", s.access},
-		{"GET", "/api/v1/schema", s.schema},
-		{"GET", "/api/v1/status", s.status},
+		{"GET", "/api/v1/proxies", s.listProxies, api{
+			tag: tagProxies, summary: "List the proxies in force", action: ActList,
+			ok:    []reply{{status: 200, means: "every proxy in the order they are tried, each with its revision", schema: "ProxyList"}},
+			codes: []apierr.Code{apierr.StoreError},
+		}},
+		{"POST", "/api/v1/proxies", s.createProxy, api{
+			tag: tagProxies, summary: "Create a proxy", action: ActCreate, body: proxyCreateBody,
+			about: "In force when it answers. A revision in the body or an `If-Match` header is refused: a new proxy has none.",
+			ok:    []reply{{status: 201, means: "created and in force", schema: "ProxyRevision", headers: []string{"Location", "ETag"}}},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.Conflict, apierr.UploadTooLarge, apierr.StoreError},
+		}},
+		{"GET", "/api/v1/proxies/{name}", s.readProxy, api{
+			tag: tagProxies, summary: "Read a proxy", action: ActRead,
+			ok:    []reply{{status: 200, means: "the proxy in canonical form, every default explicit", schema: "ProxyRevision", headers: []string{"ETag"}}},
+			codes: []apierr.Code{apierr.NotFound, apierr.StoreError},
+		}},
+		{"PUT", "/api/v1/proxies/{name}", s.updateProxy, api{
+			tag: tagProxies, summary: "Update (or rename) a proxy", action: ActUpdate, headers: []string{"If-Match"}, body: proxyUpdateBody,
+			about: "Carries the revision it is based on, in `If-Match` or the body. A document naming another proxy renames it and moves its template files. " +
+				"Template files no remaining mock names are removed. In force when it answers.",
+			ok: []reply{{status: 200, means: "updated and in force; the new revision", schema: "ProxyRevision", headers: []string{"ETag"}}},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.RevisionMismatch, apierr.Conflict,
+				apierr.UploadTooLarge, apierr.RevisionRequired, apierr.StoreError},
+		}},
+		{"DELETE", "/api/v1/proxies/{name}", s.deleteProxy, api{
+			tag: tagProxies, summary: "Delete a proxy and its template files", action: ActDelete, headers: []string{"If-Match"},
+			about: "`If-Match` is checked when given and not required.",
+			ok:    []reply{{status: 204, means: "deleted; no longer in force"}},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.RevisionMismatch, apierr.Conflict, apierr.StoreError},
+		}},
+		{"GET", "/api/v1/proxies/{name}/templates", s.listTemplates, api{
+			tag: tagTemplates, summary: "List a proxy's template files", action: ActRead,
+			ok:    []reply{{status: 200, means: "the files, `[]` when none", schema: "TemplateList"}},
+			codes: []apierr.Code{apierr.NotFound, apierr.StoreError},
+		}},
+		{"POST", "/api/v1/proxies/{name}/templates/{file}", s.uploadTemplate, upload},
+		{"PUT", "/api/v1/proxies/{name}/templates/{file}", s.uploadTemplate, upload},
+		{"DELETE", "/api/v1/proxies/{name}/templates/{file}", s.deleteTemplate, api{
+			tag: tagTemplates, summary: "Delete a template file", action: ActUpload,
+			ok:    []reply{{status: 204, means: "deleted"}},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.StoreError},
+		}},
+		{"POST", "/api/v1/config/reload", s.reload, api{
+			tag: tagConfig, summary: "Reload the stored configuration", action: ActUpdate,
+			about: "Loads, checks and compiles the whole stored configuration and swaps it in; a failure leaves the running one untouched.",
+			ok:    []reply{{status: 200, means: "in force; `unapplied` lists the sections that need a restart", schema: "ReloadResult"}},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.StoreError},
+		}},
+		{"GET", "/api/v1/access", s.access, api{
+			tag: tagConfig, summary: "What the caller may do",
+			about: "Decided by the same function as every endpoint; `proxies` is absent for a caller who may not list.",
+			ok:    []reply{{status: 200, means: "the caller and its rights", schema: "AccessReport"}},
+		}},
+		{"GET", "/api/v1/schema", s.schema, api{
+			tag: tagConfig, summary: "The configuration's JSON Schema",
+			ok: []reply{{status: 200, means: "the JSON Schema (2020-12) of the configuration document", media: []string{"application/schema+json"}, schema: schemaObject}},
+		}},
+		{"GET", "/api/v1/status", s.status, api{
+			tag: tagConfig, summary: "Uptime, revision and proxies in force",
+			ok: []reply{{status: 200, means: "upstreams without their credentials", schema: "StatusReport"}},
+		}},
+		{"GET", "/openapi.json", s.openAPI, api{
+			tag: tagDocs, summary: "This document",
+			ok: []reply{
+				{status: 200, means: "the OpenAPI 3.1 document, generated from the routes served", schema: schemaObject, headers: []string{"ETag"}},
+				{status: 304, means: "unchanged since the `ETag` in `If-None-Match`"},
+			},
+		}},
+		{"GET", "/swagger-ui/", s.swaggerUI, api{
+			tag: tagDocs, summary: "Swagger UI over this document",
+			ok: []reply{
+				{status: 200, means: "the page; its assets are compiled into the binary", media: []string{"text/html"}, schema: schemaText, headers: []string{"ETag"}},
+				{status: 301, means: "asked without the trailing slash: go to `/swagger-ui/`", headers: []string{"Location"}},
+				{status: 304, means: "unchanged since the `ETag` in `If-None-Match`"},
+			},
+		}},
+		{"GET", "/swagger-ui/{asset}", s.swaggerAsset, api{
+			tag: tagDocs, summary: "A Swagger UI asset",
+			ok: []reply{
+				{status: 200, means: "the file", media: assetMediaTypes(), schema: schemaText, headers: []string{"ETag"}},
+				{status: 304, means: "unchanged since the `ETag` in `If-None-Match`"},
+			},
+			codes: []apierr.Code{apierr.NotFound},
+		}},
 	}
 }
 
@@ -80,11 +174,12 @@ func (s *Server) routes() http.Handler {
 	allow := map[string][]string{}
 	var patterns []string
 	for _, rt := range s.routeTable() {
-		mux.HandleFunc(rt.method+" "+rt.pattern, rt.handle)
-		if _, seen := allow[rt.pattern]; !seen {
-			patterns = append(patterns, rt.pattern)
+		p := routed(rt.pattern)
+		mux.HandleFunc(rt.method+" "+p, rt.handle)
+		if _, seen := allow[p]; !seen {
+			patterns = append(patterns, p)
 		}
-		allow[rt.pattern] = append(allow[rt.pattern], rt.method)
+		allow[p] = append(allow[p], rt.method)
 	}
 	for _, p := range patterns {
 		methods := allow[p]
@@ -101,6 +196,15 @@ func (s *Server) routes() http.Handler {
 		apierr.Write(w, apierr.NotFound, "no such path: "+r.URL.Path)
 	})
 	return mux
+}
+
+// routed is the pattern the mux matches: ServeHTTP has already dropped
+// the request's trailing slash.
+func routed(pattern string) string {
+	if len(pattern) > 1 {
+		return strings.TrimSuffix(pattern, "/")
+	}
+	return pattern
 }
 
 // policy is the configuration in force and who is calling: access is

@@ -1,0 +1,568 @@
+package admin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"regexp"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/version"
+)
+
+// GET /openapi.json is generated from the route table, so the document
+// and the mux cannot disagree about what is served. What the table cannot
+// hold is here: the schemas of the answers, the configuration's own
+// schemas (taken from config.Schema, never restated), and what each
+// error code means.
+
+// api is what the document says of a route besides its method and path.
+type api struct {
+	tag, summary string
+	about        string        // more, in Markdown; optional
+	action       Action        // the action a caller needs; "" when anyone may call it
+	headers      []string      // request headers it reads, from requestHeaders
+	body         bodyKind      // what the request body is
+	ok           []reply       // the answers that are not errors
+	codes        []apierr.Code // the error codes it answers; 401 and 403 follow from action
+}
+
+type bodyKind int
+
+const (
+	noBody          bodyKind = iota
+	proxyCreateBody          // {"proxy": {...}}
+	proxyUpdateBody          // {"revision", "proxy"}, or a bare proxy with If-Match
+	rawBody                  // a file's bytes, as they are
+)
+
+// reply is one answer that is not an error.
+type reply struct {
+	status  int
+	means   string
+	media   []string // content types; application/json when empty and there is a schema
+	schema  string   // a name in components/schemas or one of the two below; "" for no body
+	headers []string // from responseHeaders
+}
+
+// Bodies with no schema of their own.
+const (
+	schemaObject = "(object)" // a JSON object: a schema, this document
+	schemaText   = "(text)"   // a page, a script, a picture: a file as it is
+)
+
+// Tags group the operations, in this order.
+const (
+	tagProxies   = "proxies"
+	tagTemplates = "templates"
+	tagConfig    = "configuration"
+	tagDocs      = "documentation"
+)
+
+var tags = []struct{ name, about string }{
+	{tagProxies, "The proxy documents in force. Each has a revision: an update carries the one it is based on."},
+	{tagTemplates, "The files a proxy's mocks name in `response.template`."},
+	{tagConfig, "The running configuration as a whole, and what the caller may do."},
+	{tagDocs, "This document and a browser UI over it. Outside `/api/`; no token needed."},
+}
+
+// codeMeaning says when the admin API answers a code; every code a route
+// lists needs one.
+var codeMeaning = map[apierr.Code]string{
+	apierr.ConfigInvalid:       "the request, or the document it carries, is malformed or breaks a rule; the message lists every violation, one per line",
+	apierr.Unauthorized:        "no token, or an unknown one, and the action is not public",
+	apierr.Forbidden:           "the token may not perform the action here (decided before whether the target exists)",
+	apierr.NotFound:            "no such proxy or file",
+	apierr.Conflict:            "the name is taken, or the store kept changing under the write (retries exhausted)",
+	apierr.RevisionMismatch:    "the revision is not the current one: read again and reapply",
+	apierr.RevisionRequired:    "no revision in `If-Match` or the body, or `If-Match: *`",
+	apierr.UploadTooLarge:      "the body is over the limit: 1 MiB for a proxy document, `admin.upload.limit` for a file",
+	apierr.TemplateNotDeclared: "no mock of the proxy names the file in `response.template`",
+	apierr.StoreError:          "the store failed, or a change was stored but could not be put in force (a reload retries it)",
+}
+
+// pathParams describes each {name} a pattern may hold.
+var pathParams = map[string]func() map[string]any{
+	"name": func() map[string]any {
+		return map[string]any{"description": "The proxy's name.", "schema": ref("ProxyName")}
+	},
+	"file": func() map[string]any {
+		return map[string]any{"description": "The template file's name; checked after percent-decoding.", "schema": ref("TemplateName")}
+	},
+	"asset": func() map[string]any {
+		return map[string]any{"description": "A file of the page.", "schema": map[string]any{"type": "string", "enum": assetNames()}}
+	},
+}
+
+var requestHeaders = map[string]map[string]any{
+	"If-Match": {
+		"name": "If-Match", "in": "header",
+		"description": "The revision the change is based on, `\"<hex>\"` or bare `<hex>`. `*` is not a revision (428).",
+		"schema":      map[string]any{"type": "string"}, "example": `"3f1c2a9b8d7e6f50"`,
+	},
+}
+
+var responseHeaders = map[string]map[string]any{
+	"ETag":     {"description": "A proxy's revision, quoted: `\"<hex>\"`. For this document and the page's files, a weak tag of the content.", "schema": map[string]any{"type": "string"}},
+	"Location": {"description": "Where the resource is: a path.", "schema": map[string]any{"type": "string"}},
+}
+
+// openAPIDocument is the document of routes. header is the one tokens
+// travel in: admin.auth.header in force, which a reload may change.
+func openAPIDocument(routes []route, header string) map[string]any {
+	schemas := configSchemas()
+	for name, s := range answerSchemas() {
+		if _, taken := schemas[name]; taken {
+			panic("the schema " + name + " is the configuration's already")
+		}
+		schemas[name] = s
+	}
+	var tagList []any
+	for _, t := range tags {
+		tagList = append(tagList, map[string]any{"name": t.name, "description": t.about})
+	}
+	paths := map[string]any{}
+	for _, rt := range routes {
+		item, _ := paths[rt.pattern].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[rt.pattern] = item
+		}
+		item[strings.ToLower(rt.method)] = operation(rt, operationID(routes, rt))
+	}
+	params := map[string]any{}
+	for name, p := range requestHeaders {
+		params[name] = p
+	}
+	headers := map[string]any{}
+	for name, h := range responseHeaders {
+		headers[name] = h
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "Doppel admin API",
+			"version":     version.Version,
+			"description": overview(header),
+		},
+		"tags":  tagList,
+		"paths": paths,
+		"components": map[string]any{
+			"schemas":    schemas,
+			"parameters": params,
+			"headers":    headers,
+			"securitySchemes": map[string]any{
+				"token": map[string]any{
+					"type": "apiKey", "in": "header", "name": header,
+					"description": "`Bearer <token>` in `" + header + "` (`admin.auth.header`). Type the whole value, `Bearer ` included.",
+				},
+			},
+		},
+	}
+	prune(doc)
+	return doc
+}
+
+func overview(header string) string {
+	return "Changes a running Doppel and reports on it. Every error Doppel answers is the envelope " +
+		"`{\"status\": \"error\", \"message\", \"code\"}` (`Error`) with `Content-Type: application/json`. " +
+		"An unknown path is `404 NOT_FOUND`; a known path with another method is `405 METHOD_NOT_ALLOWED` with `Allow`; " +
+		"a trailing slash is accepted on every path.\n\n" +
+		"A token travels in `" + header + "` as `Bearer <token>`. Which action needs which token is set by `admin.access` " +
+		"(and a proxy's own `access`); every action defaults to the `admin` group, reads included. " +
+		"A write is in force when it answers."
+}
+
+// operationID is the handler's name: the document names what serves it.
+// A handler serving two methods gets the method appended to both.
+func operationID(routes []route, rt route) string {
+	name := handlerName(rt.handle)
+	shared := 0
+	for _, other := range routes {
+		if handlerName(other.handle) == name {
+			shared++
+		}
+	}
+	if shared > 1 {
+		m := strings.ToLower(rt.method)
+		return name + strings.ToUpper(m[:1]) + m[1:]
+	}
+	return name
+}
+
+func handlerName(h http.HandlerFunc) string {
+	full := goruntime.FuncForPC(reflect.ValueOf(h).Pointer()).Name() // ....(*Server).listProxies-fm
+	full = strings.TrimSuffix(full, "-fm")
+	return full[strings.LastIndexByte(full, '.')+1:]
+}
+
+var paramPattern = regexp.MustCompile(`\{([a-z]+)\}`)
+
+func operation(rt route, id string) map[string]any {
+	a := rt.api
+	op := map[string]any{
+		"operationId": id,
+		"tags":        []string{a.tag},
+		"summary":     a.summary,
+		"responses":   responses(a),
+	}
+	if !slices.ContainsFunc(tags, func(t struct{ name, about string }) bool { return t.name == a.tag }) {
+		panic("route " + rt.method + " " + rt.pattern + ": unknown tag " + a.tag)
+	}
+	about := a.about
+	if a.action != "" {
+		op["security"] = []any{map[string]any{"token": []string{}}}
+		op["x-doppel-action"] = string(a.action)
+		about = strings.TrimSpace(about + "\n\nNeeds the `" + string(a.action) + "` action (`admin.access`; by default the `admin` group).")
+	} else {
+		about = strings.TrimSpace(about + "\n\nOpen to anyone: no token needed.")
+	}
+	op["description"] = about
+	var params []any
+	for _, m := range paramPattern.FindAllStringSubmatch(rt.pattern, -1) {
+		describe, ok := pathParams[m[1]]
+		if !ok {
+			panic("route " + rt.method + " " + rt.pattern + ": undescribed path parameter " + m[1])
+		}
+		p := describe()
+		p["name"], p["in"], p["required"] = m[1], "path", true
+		params = append(params, p)
+	}
+	for _, h := range a.headers {
+		if _, ok := requestHeaders[h]; !ok {
+			panic("route " + rt.method + " " + rt.pattern + ": undescribed header " + h)
+		}
+		params = append(params, map[string]any{"$ref": "#/components/parameters/" + h})
+	}
+	if params != nil {
+		op["parameters"] = params
+	}
+	if body := requestBody(a.body); body != nil {
+		op["requestBody"] = body
+	}
+	return op
+}
+
+var exampleProxy = map[string]any{
+	"name": "billing-api", "type": "http", "url": "https://api.example.com/v2/",
+	"resolve": map[string]any{"type": "header", "header": "X-Backend"},
+}
+
+func requestBody(kind bodyKind) map[string]any {
+	switch kind {
+	case proxyCreateBody:
+		return map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
+			"schema": ref("ProxyCreate"), "example": map[string]any{"proxy": exampleProxy},
+		}}}
+	case proxyUpdateBody:
+		return map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
+			"schema": ref("ProxyUpdate"), "example": map[string]any{"revision": "3f1c2a9b8d7e6f50", "proxy": exampleProxy},
+		}}}
+	case rawBody:
+		return map[string]any{"required": true, "content": map[string]any{"application/octet-stream": map[string]any{
+			"schema": map[string]any{"type": "string", "contentMediaType": "application/octet-stream"},
+		}}}
+	}
+	return nil
+}
+
+func responses(a api) map[string]any {
+	out := map[string]any{}
+	for _, r := range a.ok {
+		resp := map[string]any{"description": r.means}
+		if r.schema != "" {
+			media := r.media
+			if len(media) == 0 {
+				media = []string{"application/json"}
+			}
+			content := map[string]any{}
+			for _, m := range media {
+				content[m] = map[string]any{"schema": bodySchema(r.schema)}
+			}
+			resp["content"] = content
+		}
+		if len(r.headers) > 0 {
+			hs := map[string]any{}
+			for _, h := range r.headers {
+				if _, ok := responseHeaders[h]; !ok {
+					panic("undescribed response header " + h)
+				}
+				hs[h] = map[string]any{"$ref": "#/components/headers/" + h}
+			}
+			resp["headers"] = hs
+		}
+		out[strconv.Itoa(r.status)] = resp
+	}
+	codes := slices.Clone(a.codes)
+	if a.action != "" {
+		codes = append(codes, apierr.Unauthorized, apierr.Forbidden)
+	}
+	byStatus := map[int][]apierr.Code{}
+	for _, c := range codes {
+		byStatus[c.Status()] = append(byStatus[c.Status()], c)
+	}
+	for status, cs := range byStatus {
+		slices.Sort(cs)
+		var means []string
+		enum := make([]any, len(cs))
+		for i, c := range cs {
+			m, ok := codeMeaning[c]
+			if !ok {
+				panic("no meaning for the code " + string(c))
+			}
+			means = append(means, "`"+string(c)+"`: "+m+".")
+			enum[i] = string(c)
+		}
+		out[strconv.Itoa(status)] = map[string]any{
+			"description": strings.Join(means, "\n\n"),
+			"content": map[string]any{"application/json": map[string]any{
+				"schema": map[string]any{
+					"allOf": []any{ref("Error"), map[string]any{"properties": map[string]any{"code": map[string]any{"enum": enum}}}},
+				},
+				// Browser UIs build an example from the first code of Error's
+				// enum, which is not this status's; give them the right one.
+				"example": apierr.Envelope{Status: "error", Message: codeMeaning[cs[0]], Code: cs[0]},
+			}},
+		}
+	}
+	return out
+}
+
+func bodySchema(name string) map[string]any {
+	switch name {
+	case schemaObject:
+		return map[string]any{"type": "object"}
+	case schemaText:
+		return map[string]any{"type": "string"}
+	}
+	return ref(name)
+}
+
+func ref(name string) map[string]any {
+	return map[string]any{"$ref": "#/components/schemas/" + name}
+}
+
+// configSchemas are the configuration schema's $defs, their references
+// pointed at components/schemas: OpenAPI 3.1 schemas are JSON Schema
+// 2020-12, so they are used as they are.
+func configSchemas() map[string]any {
+	var root struct {
+		Defs map[string]any `json:"$defs"`
+	}
+	if err := json.Unmarshal(config.Schema(), &root); err != nil {
+		panic(err) // config.Schema is JSON by construction
+	}
+	rewriteRefs(root.Defs)
+	return root.Defs
+}
+
+func rewriteRefs(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, sub := range x {
+			if s, ok := sub.(string); ok && k == "$ref" {
+				x[k] = strings.Replace(s, "#/$defs/", "#/components/schemas/", 1)
+			} else {
+				rewriteRefs(sub)
+			}
+		}
+	case []any:
+		for _, sub := range x {
+			rewriteRefs(sub)
+		}
+	}
+}
+
+// prune drops the schemas nothing refers to: the configuration has many
+// the API never shows (server, logging...).
+func prune(doc map[string]any) {
+	components := doc["components"].(map[string]any)
+	schemas := components["schemas"].(map[string]any)
+	used := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if s, ok := x["$ref"].(string); ok {
+				if name, ok := strings.CutPrefix(s, "#/components/schemas/"); ok && !used[name] {
+					used[name] = true
+					walk(schemas[name])
+				}
+			}
+			for _, sub := range x {
+				walk(sub)
+			}
+		case []any:
+			for _, sub := range x {
+				walk(sub)
+			}
+		}
+	}
+	walk(doc["paths"])
+	walk(components["parameters"])
+	walk(components["headers"])
+	for name := range schemas {
+		if !used[name] {
+			delete(schemas, name)
+		}
+	}
+}
+
+// object is a closed JSON object: a key the handler does not write is an
+// error of the document, and the tests validate answers against it.
+func object(required []string, props map[string]any) map[string]any {
+	s := map[string]any{"type": "object", "additionalProperties": false, "properties": props}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+func answerSchemas() map[string]any {
+	codes := apierr.Codes()
+	slices.Sort(codes)
+	enum := make([]any, len(codes))
+	for i, c := range codes {
+		enum[i] = string(c)
+	}
+	global := map[string]any{}
+	var actionNames []string
+	for _, a := range actions {
+		global[string(a)] = map[string]any{"type": "boolean"}
+		actionNames = append(actionNames, string(a))
+	}
+	perProxy := map[string]any{}
+	var perProxyNames []string
+	for _, a := range []Action{ActRead, ActUpdate, ActDelete, ActUpload} {
+		perProxy[string(a)] = map[string]any{"type": "boolean"}
+		perProxyNames = append(perProxyNames, string(a))
+	}
+	str := map[string]any{"type": "string"}
+	count := map[string]any{"type": "integer", "minimum": 0}
+	return map[string]any{
+		"Error": object([]string{"status", "message", "code"}, map[string]any{
+			"status":  map[string]any{"const": "error"},
+			"message": map[string]any{"type": "string", "description": "For people: what went wrong and what to do."},
+			"code":    map[string]any{"type": "string", "enum": enum, "description": "For programs: the closed set of codes."},
+		}),
+		"Revision": map[string]any{
+			"type": "string", "pattern": "^[0-9a-f]{16}$", "examples": []any{"3f1c2a9b8d7e6f50"},
+			"description": "16 lowercase hex digits naming one version of a proxy (or of the whole configuration).",
+		},
+		"ProxyRevision": object([]string{"revision", "proxy"}, map[string]any{
+			"revision": ref("Revision"),
+			"proxy":    withDescription(ref("Proxy"), "The proxy in canonical form: every default explicit."),
+		}),
+		"ProxyList": object([]string{"proxies"}, map[string]any{
+			"proxies": map[string]any{"type": "array", "items": ref("ProxyRevision")},
+		}),
+		"ProxyCreate": object([]string{"proxy"}, map[string]any{"proxy": ref("Proxy")}),
+		"ProxyUpdate": map[string]any{
+			"description": "`{\"revision\", \"proxy\"}`, or the bare proxy document with the revision in `If-Match`. A different name renames the proxy.",
+			"oneOf": []any{
+				object([]string{"proxy"}, map[string]any{"revision": ref("Revision"), "proxy": ref("Proxy")}),
+				ref("Proxy"),
+			},
+		},
+		"TemplateList": object([]string{"templates"}, map[string]any{
+			"templates": map[string]any{"type": "array", "items": object([]string{"name", "size"}, map[string]any{
+				"name": ref("TemplateName"), "size": withDescription(count, "Bytes."),
+			})},
+		}),
+		"ReloadResult": object([]string{"revision", "proxies"}, map[string]any{
+			"revision": ref("Revision"),
+			"proxies":  withDescription(count, "How many proxies are in force."),
+			"unapplied": map[string]any{
+				"type": "array", "minItems": 1, "description": "Sections that changed but take effect only on a restart; absent when none.",
+				"items": map[string]any{"enum": []any{"server", "logging", "control", "templates", "sentry", "admin"}},
+			},
+		}),
+		"AccessReport": object([]string{"caller", "global"}, map[string]any{
+			"caller": map[string]any{"oneOf": []any{
+				object([]string{"kind"}, map[string]any{"kind": map[string]any{"const": "anonymous"}}),
+				object([]string{"kind", "name", "group"}, map[string]any{
+					"kind": map[string]any{"const": "token"}, "name": ref("Name"), "group": ref("Name"),
+				}),
+			}},
+			"global": withDescription(object(actionNames, global), "Whether the caller may perform each action, before per-proxy overrides."),
+			"proxies": map[string]any{
+				"type": "object", "description": "Per proxy, after its overrides; absent when the caller may not list.",
+				"propertyNames":        ref("ProxyName"),
+				"additionalProperties": object(perProxyNames, perProxy),
+			},
+		}),
+		"StatusReport": object([]string{"uptime_seconds", "revision", "proxies"}, map[string]any{
+			"uptime_seconds": count,
+			"revision":       withDescription(ref("Revision"), "The whole configuration's revision."),
+			"proxies": map[string]any{"type": "array", "items": object([]string{"name", "upstream", "resolve", "mocks"}, map[string]any{
+				"name":     ref("ProxyName"),
+				"upstream": withDescription(str, "The upstream URL, normalised, without credentials."),
+				"resolve":  map[string]any{"type": "string", "pattern": "^(default|header:.+)$", "examples": []any{"default", "header:X-Backend"}},
+				"mocks":    withDescription(count, "How many mocks."),
+			})},
+		}),
+	}
+}
+
+func withDescription(s map[string]any, d string) map[string]any {
+	out := map[string]any{"description": d}
+	for k, v := range s {
+		out[k] = v
+	}
+	return out
+}
+
+// openAPI answers the document, generated per request: the header tokens
+// travel in is the one in force, which a reload may change.
+func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
+	header := string(s.ctl.Holder().Load().Document.Admin.Auth.Header)
+	b, err := json.MarshalIndent(openAPIDocument(s.routeTable(), header), "", "  ")
+	if err != nil {
+		panic(err) // maps, strings, numbers and bools only: cannot fail
+	}
+	serveFixed(w, r, "application/json", append(b, '\n'), etagOf(b))
+}
+
+// etagOf is a weak tag of the content: weak because the compressing
+// layer around the admin API sends the same content in other encodings.
+func etagOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `W/"` + hex.EncodeToString(sum[:8]) + `"`
+}
+
+// serveFixed answers a body that only changes with the binary or the
+// configuration. no-cache with an ETag: the browser asks every time and
+// usually gets a 304, and never shows a stale page after an upgrade.
+func serveFixed(w http.ResponseWriter, r *http.Request, contentType string, body []byte, etag string) {
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if matchesETag(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = w.Write(body)
+}
+
+// matchesETag reads If-None-Match: a list of tags, weak ones included
+// (RFC 9110 compares them weakly here), or *.
+func matchesETag(header, etag string) bool {
+	etag = strings.TrimPrefix(etag, "W/")
+	for t := range strings.SplitSeq(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == etag || t == "*" {
+			return true
+		}
+	}
+	return false
+}

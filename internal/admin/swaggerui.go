@@ -1,0 +1,107 @@
+package admin
+
+import (
+	"io/fs"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/web"
+)
+
+// asset is one file of the Swagger UI page, read once from the binary.
+type asset struct {
+	body        []byte
+	contentType string
+	etag        string
+}
+
+// assetTypes are the content types by extension. Set here rather than
+// taken from the system's MIME table, which differs between hosts.
+var assetTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".png":  "image/png",
+	".txt":  "text/plain; charset=utf-8",
+	"":      "text/plain; charset=utf-8", // LICENSE, NOTICE
+}
+
+var swaggerAssets = sync.OnceValue(func() map[string]asset {
+	files := web.SwaggerUI()
+	entries, err := fs.ReadDir(files, ".")
+	if err != nil {
+		panic(err) // embedded: cannot fail
+	}
+	out := map[string]asset{}
+	for _, e := range entries {
+		body, err := fs.ReadFile(files, e.Name())
+		if err != nil {
+			panic(err)
+		}
+		ct, ok := assetTypes[path.Ext(e.Name())]
+		if !ok {
+			panic("web/swagger-ui/" + e.Name() + ": no content type for its extension")
+		}
+		out[e.Name()] = asset{body: body, contentType: ct, etag: etagOf(body)}
+	}
+	return out
+})
+
+// assetNames lists the files served under /swagger-ui/, for the document.
+func assetNames() []any {
+	var names []string
+	for name := range swaggerAssets() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]any, len(names))
+	for i, n := range names {
+		out[i] = n
+	}
+	return out
+}
+
+// assetMediaTypes lists their content types, without parameters.
+func assetMediaTypes() []string {
+	var out []string
+	for _, a := range swaggerAssets() {
+		mt, _, _ := strings.Cut(a.contentType, ";")
+		if !slices.Contains(out, mt) {
+			out = append(out, mt)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// swaggerUI serves the page. Its assets are named relative to it, so it
+// must be asked for as /swagger-ui/: without the slash a browser would
+// look for them at the root. ServeHTTP has already dropped the slash from
+// the path, so the request line tells.
+func (s *Server) swaggerUI(w http.ResponseWriter, r *http.Request) {
+	sent, _, _ := strings.Cut(r.RequestURI, "?")
+	if !strings.HasSuffix(sent, "/") {
+		w.Header().Set("Location", "swagger-ui/") // relative: survives a reverse proxy's prefix
+		w.WriteHeader(http.StatusMovedPermanently)
+		return
+	}
+	s.serveAsset(w, r, "index.html")
+}
+
+func (s *Server) swaggerAsset(w http.ResponseWriter, r *http.Request) {
+	s.serveAsset(w, r, r.PathValue("asset"))
+}
+
+func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request, name string) {
+	a, ok := swaggerAssets()[name]
+	if !ok {
+		apierr.Write(w, apierr.NotFound, "no such file: /swagger-ui/"+name)
+		return
+	}
+	w.Header().Set("X-Robots-Tag", "noindex, nofollow, noarchive")
+	serveFixed(w, r, a.contentType, a.body, a.etag)
+}
