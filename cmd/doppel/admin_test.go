@@ -32,7 +32,7 @@ func TestAdminAPIThroughTheBinary(t *testing.T) {
 	if r := mustGet(t, newClient(), "http://"+proxyAddr+"/x", nil); r.status != 503 {
 		t.Fatalf("before: %d %s", r.status, r.body)
 	}
-	body := `{"proxy": {"name": "fresh", "type": "http", "url": "` + up.URL + `"}}`
+	body := `{"proxy": {"name": "fresh", "type": "http", "url": "` + up.URL + `", "mocks": [{"name": "m1", "request": {"method": "GET", "url": "^/mocked$"}, "response": {"status": 204}}]}}`
 	req, _ := http.NewRequest("POST", "http://"+adminAddr+"/api/v1/proxies", strings.NewReader(body))
 	req.Header.Set("X-Proxy-Authorization", "Bearer "+envToken)
 	res, err := http.DefaultClient.Do(req)
@@ -45,6 +45,19 @@ func TestAdminAPIThroughTheBinary(t *testing.T) {
 	}
 	if r := mustGet(t, newClient(), "http://"+proxyAddr+"/x", nil); r.status != 200 || string(r.body) != "new upstream" {
 		t.Fatalf("after: %d %s", r.status, r.body)
+	}
+	// doppel_proxy_mocks follows every write: 1 after the create, 0 once
+	// the proxy is deleted.
+	if m := mustGet(t, newClient(), "http://"+adminAddr+"/metrics", nil); !strings.Contains(string(m.body), `doppel_proxy_mocks{proxy="fresh"} 1`) {
+		t.Errorf("after the create:\n%s", m.body)
+	}
+	del, _ := http.NewRequest("DELETE", "http://"+adminAddr+"/api/v1/proxies/fresh", nil)
+	del.Header.Set("X-Proxy-Authorization", "Bearer "+envToken)
+	if res, err := http.DefaultClient.Do(del); err != nil || res.StatusCode != 204 {
+		t.Fatalf("delete: %v %v", res, err)
+	}
+	if m := mustGet(t, newClient(), "http://"+adminAddr+"/metrics", nil); !strings.Contains(string(m.body), `doppel_proxy_mocks{proxy="fresh"} 0`) {
+		t.Errorf("after the delete:\n%s", m.body)
 	}
 	for _, leak := range []string{p.stdout(), p.stderr.String()} {
 		if strings.Contains(leak, envToken) {
