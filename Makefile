@@ -9,8 +9,11 @@ all: lint test build
 build:
 	$(GO) build -o bin/doppel ./cmd/doppel
 
+# With a PostgreSQL server of its own (docs/storage.md): DOPPEL_TEST_DATABASE_URL
+# when set, else one on 127.0.0.1:5432 that trusts postgres, else a throwaway
+# cluster started and removed by scripts/with-postgres.sh.
 test:
-	$(GO) test -race -count=1 $(PKGS)
+	scripts/with-postgres.sh $(GO) test -race -count=1 $(PKGS)
 
 lint:
 	$(GO) vet $(PKGS)

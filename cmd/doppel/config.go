@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/control"
@@ -21,7 +23,7 @@ func newConfigCmd() *cobra.Command {
 			return usage("a config subcommand is required")
 		},
 	}
-	cmd.AddCommand(newValidateCmd(), newSchemaCmd(), newReloadCmd())
+	cmd.AddCommand(newValidateCmd(), newSchemaCmd(), newReloadCmd(), newMigrateCmd(), newPushCmd(), newPullCmd())
 	return cmd
 }
 
@@ -63,10 +65,22 @@ nothing else.`,
 	return cmd
 }
 
-// readDocument reads the stored document's bytes.
+// readDocument reads the stored document's bytes, from the file or the
+// database the store flags name.
 func readDocument(opts store.Options) ([]byte, error) {
 	if opts.Kind == store.KindPostgres {
-		return nil, failed("the postgres store is not available in this build yet; use --store file")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		db, err := openDatabase(ctx, opts.DatabaseURL, opts.ConfigName)
+		if err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		src, err := db.Source(ctx)
+		if err != nil {
+			return nil, failed("%v", err)
+		}
+		return src, nil
 	}
 	src, err := os.ReadFile(opts.ConfigPath)
 	if err != nil {

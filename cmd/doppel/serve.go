@@ -23,7 +23,9 @@ import (
 	"github.com/doppelproxy/doppel/internal/proxy"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/doppelproxy/doppel/internal/store"
 	"github.com/doppelproxy/doppel/internal/store/file"
+	"github.com/doppelproxy/doppel/internal/store/postgres"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 	"github.com/doppelproxy/doppel/internal/version"
 	"github.com/spf13/cobra"
@@ -158,8 +160,26 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	}
 	goruntime.GOMAXPROCS(f.workers)
 
-	src, err := readDocument(opts)
-	if err != nil {
+	var pg *postgres.Store
+	var src []byte
+	if opts.Kind == store.KindPostgres {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		pg, err = openDatabase(ctx, opts.DatabaseURL, opts.ConfigName)
+		if err == nil {
+			if err = postgres.CheckMigrated(ctx, pg.Pool()); err != nil {
+				err = failed("%v", err)
+			} else if src, err = pg.Source(ctx); err != nil {
+				err = failed("%v", err)
+			}
+		}
+		cancel()
+		if err != nil {
+			if pg != nil {
+				pg.Close()
+			}
+			return err
+		}
+	} else if src, err = readDocument(opts); err != nil {
 		return err
 	}
 	doc, err := config.Load(src)
@@ -208,8 +228,14 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 			}
 		}
 	}
-	st, err := file.Open(opts.ConfigPath, string(doc.Templates.Dir))
-	if err != nil {
+	var st store.Store
+	if pg != nil {
+		pg.SetTemplates(string(doc.Templates.Dir))
+		if err := pg.Materialize(context.Background()); err != nil {
+			return failed("cannot write the template files: %v", err)
+		}
+		st = pg
+	} else if st, err = file.Open(opts.ConfigPath, string(doc.Templates.Dir)); err != nil {
 		return failed("cannot open the configuration store: %v", err)
 	}
 	defer st.Close()
@@ -230,6 +256,22 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	var claimed []config.Name
 	for _, t := range envTokens {
 		claimed = append(claimed, t.Name)
+	}
+	listenCtx, stopListening := context.WithCancel(context.Background())
+	defer stopListening()
+	if pg != nil {
+		// Live propagation: every write to this configuration, by any
+		// replica, is announced; this one reloads itself.
+		go postgres.Listen(listenCtx, opts.DatabaseURL, opts.ConfigName, logger.Logger, func(revision string) {
+			if revision != "" && revision == string(holder.Load().Revision) {
+				return // our own write, already in force
+			}
+			if res, err := ctl.Reload(listenCtx); err != nil {
+				logger.Warn("a change in the database could not be loaded; the running configuration is unchanged", "error", err.Error())
+			} else {
+				logger.Info("reloaded after a change in the database", "revision", string(res.Runtime.Revision), "proxies", len(res.Runtime.Proxies))
+			}
+		})
 	}
 	ctlSrv, err := control.Listen(socket, ctl, claimed)
 	if err != nil {

@@ -70,6 +70,13 @@ func (c *Controller) Reload(ctx context.Context) (*Reloaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A store whose template files live elsewhere (a database) writes
+	// them out before the configuration that names them is in force.
+	if m, ok := c.store.(interface{ Materialize(context.Context) error }); ok {
+		if err := m.Materialize(ctx); err != nil {
+			return nil, fmt.Errorf("the template files could not be written: %w", err)
+		}
+	}
 	old := c.swap(rt)
 	return &Reloaded{Runtime: rt, Unapplied: Unapplied(old.Document, rt.Document)}, nil
 }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/store/pgtest"
+)
+
+func TestMigratePushPull(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	run := func(args ...string) result { return doppel(t, invocation{args: args}) }
+
+	r := run("config", "migrate", "--status", "--database-url", url)
+	if r.code != 1 || !strings.Contains(r.stdout, "not applied") || !strings.HasSuffix(r.stdout, "run doppel config migrate to apply them\n") {
+		t.Fatalf("status before: %s", r)
+	}
+	up := pgServe(t, url)
+	if up.code != 1 || !strings.Contains(up.stderr, "doppel config migrate") {
+		t.Fatalf("serve on an unmigrated database: %s", up)
+	}
+	if r = run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "migrated: 1 applied, 1 in all\n" {
+		t.Fatalf("migrate: %s", r)
+	}
+	if r = run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "migrated: 0 applied, 1 in all\n" {
+		t.Fatalf("migrate again: %s", r)
+	}
+	if r = run("config", "migrate", "--status", "--database-url", url); r.code != 0 || r.stdout != "up to date\n" {
+		t.Fatalf("status after: %s", r)
+	}
+
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("zeta", "http://127.0.0.1:9", ""))
+	r = run("config", "push", "--config", cfg, "--database-url", url, "--if-revision", "zz")
+	if r.code != 2 || !strings.Contains(r.stderr, "--if-revision") || strings.Contains(strings.ToLower(r.stdout+r.stderr), "mismatch") {
+		t.Fatalf("a malformed --if-revision: %s", r)
+	}
+	r = run("config", "push", "--config", cfg, "--database-url", url)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "pushed: revision ") {
+		t.Fatalf("push: %s", r)
+	}
+	rev := strings.TrimSpace(strings.TrimPrefix(r.stdout, "pushed: revision "))
+	pulled := run("config", "pull", "--database-url", url)
+	if pulled.code != 0 || !strings.Contains(pulled.stdout, "name: zeta") {
+		t.Fatalf("pull: %s", pulled)
+	}
+	back := writeFile(t, dir, "pulled.yaml", pulled.stdout)
+	if r = run("config", "push", "--config", back, "--database-url", url, "--if-revision", rev); r.code != 0 || r.stdout != "pushed: revision "+rev+"\n" {
+		t.Fatalf("a pulled document pushed back changed revision: %s", r)
+	}
+	if r = run("config", "push", "--config", back, "--database-url", url, "--if-revision", "0000000000000000"); r.code != 1 || strings.Contains(strings.ToLower(r.stdout+r.stderr), "mismatch") {
+		t.Fatalf("a stale --if-revision: %s", r)
+	}
+	out := filepath.Join(dir, "missing.yaml")
+	if r = run("config", "pull", "--database-url", url, "--config-name", "nobody", "--output", out); r.code != 1 {
+		t.Fatalf("pulling a missing name: %s", r)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatal("a failed pull created its output file")
+	}
+	if r = run("config", "validate", "--store", "postgres", "--database-url", url); r.code != 0 || r.stdout != "configuration is valid\n" {
+		t.Fatalf("validate from the database: %s", r)
+	}
+	r = run("config", "pull", "--database-url", "postgres://doppel:hunter2@127.0.0.1:1/x?connect_timeout=2")
+	if r.code != 1 || strings.Contains(r.stdout+r.stderr, "hunter2") || r.stdout != "" {
+		t.Fatalf("an unreachable database: %s", r)
+	}
+}
+
+// pgServe runs serve against the database until it prints its startup
+// line or exits, returning what it printed when it exited.
+func pgServe(t *testing.T, url string) result {
+	t.Helper()
+	return doppel(t, invocation{args: []string{"serve", "--store", "postgres", "--database-url", url, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--socket", filepath.Join(t.TempDir(), "s.sock")}})
+}
+
+// TestReplicasConverge: two serve processes on one database; a change made
+// through the first one's API is served by the second within a second,
+// with no reload command.
+func TestReplicasConverge(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, "")
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("converged")) })
+	start := func() (*proc, string, string) {
+		p := startProc(t, invocation{args: []string{"serve", "--store", "postgres", "--database-url", url,
+			"--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--socket", filepath.Join(t.TempDir(), "s.sock")}})
+		proxyAddr := p.waitServing()
+		adminAddr := lineField(p.waitLine("admin", 10*time.Second, func(l string) bool { return lineMsg(l) == "the admin API is listening" }), "admin_addr")
+		return p, proxyAddr, adminAddr
+	}
+	first, _, firstAdmin := start()
+	second, secondProxy, _ := start()
+	time.Sleep(300 * time.Millisecond) // the second is listening for changes
+
+	body := `{"proxy": {"name": "fresh", "type": "http", "url": "` + up.URL + `"}}`
+	res, err := http.Post("http://"+firstAdmin+"/api/v1/proxies", "application/json", strings.NewReader(body))
+	if err != nil || res.StatusCode != 201 {
+		t.Fatalf("create on the first: %v %v", res, err)
+	}
+	res.Body.Close()
+	created := time.Now()
+	for {
+		r, err := get(newClient(), "http://"+secondProxy+"/x", nil)
+		if err == nil && string(r.body) == "converged" {
+			break
+		}
+		if time.Since(created) > time.Second {
+			t.Fatalf("the second replica did not serve the change within 1s (last: %v %d %s)\n%s", err, r.status, r.body, second)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("converged %v after the write answered", time.Since(created))
+	for _, p := range []*proc{first, second} {
+		p.signal(syscall.SIGTERM)
+		if code := p.waitExit(exitTimeout); code != wantOK {
+			t.Fatalf("exit %d\n%s", code, p)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package postgres
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// Listen keeps a connection LISTENing on the configuration's channel and
+// calls changed with the revision a write announced, debounced: a burst
+// of writes is one call. When the database goes away it keeps trying to
+// reconnect (the running configuration keeps serving meanwhile), and after
+// a reconnect it calls changed("") once to catch up with what it missed.
+// It returns when ctx ends.
+func Listen(ctx context.Context, url, name string, log *slog.Logger, changed func(revision string)) {
+	backoff := 250 * time.Millisecond
+	first := true
+	for ctx.Err() == nil {
+		conn, err := pgx.Connect(ctx, url)
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{Channel(name)}.Sanitize())
+		}
+		if err != nil {
+			if conn != nil {
+				conn.Close(context.Background())
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("cannot listen for configuration changes; retrying", "database", store.MaskURL(url), "error", maskIn(err, url))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 250 * time.Millisecond
+		if !first {
+			log.Info("listening for configuration changes again; catching up")
+			changed("")
+		}
+		first = false
+		err = wait(ctx, conn, changed)
+		conn.Close(context.Background())
+		if ctx.Err() == nil {
+			log.Warn("lost the connection that listens for configuration changes; reconnecting", "error", maskIn(err, url))
+		}
+	}
+}
+
+// debounce is how long a burst of notifications is gathered into one.
+const debounce = 100 * time.Millisecond
+
+func wait(ctx context.Context, conn *pgx.Conn, changed func(string)) error {
+	notes := make(chan string, 64)
+	failed := make(chan error, 1)
+	go func() {
+		for {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				failed <- err
+				return
+			}
+			notes <- n.Payload
+		}
+	}()
+	var fire <-chan time.Time
+	last := ""
+	for {
+		select {
+		case p := <-notes:
+			last = p
+			if fire == nil {
+				fire = time.After(debounce)
+			}
+		case <-fire:
+			fire = nil
+			changed(last)
+		case err := <-failed:
+			return err
+		}
+	}
+}

@@ -1,0 +1,383 @@
+// Package postgres is the store that keeps configurations in PostgreSQL:
+// the document without its proxies in `configurations`, one row per proxy
+// in `proxies` (ordinal keeps their order), template files in `templates`.
+// Rows are parsed by the same code as a YAML file, so a row edited by hand
+// is held to the same rules and reported against its field and proxy.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/store"
+	"github.com/goccy/go-yaml"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Channel is the NOTIFY channel of a configuration name: every write
+// notifies it, every serve of that name listens on it.
+func Channel(name string) string { return "doppel_config_" + name }
+
+// Store is a PostgreSQL store of one configuration name.
+type Store struct {
+	pool      *pgxpool.Pool
+	name      string
+	templates string // templates.dir: a cache of the templates table
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to url. Errors never show the URL's password.
+func Open(ctx context.Context, url, name, templates string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("cannot use the database %s: %s", store.MaskURL(url), maskIn(err, url))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("cannot reach the database %s: %s", store.MaskURL(url), maskIn(err, url))
+	}
+	return &Store{pool: pool, name: name, templates: templates}, nil
+}
+
+// maskIn removes the URL and its password from a driver error.
+func maskIn(err error, url string) string {
+	msg := strings.ReplaceAll(err.Error(), url, store.MaskURL(url))
+	if i := strings.Index(url, "://"); i >= 0 {
+		if at := strings.Index(url[i+3:], "@"); at >= 0 {
+			if _, pass, ok := strings.Cut(url[i+3:i+3+at], ":"); ok && pass != "" {
+				msg = strings.ReplaceAll(msg, pass, "xxxxx")
+			}
+		}
+	}
+	return msg
+}
+
+// Pool is the connection pool (migrations, LISTEN).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Name is the configuration name.
+func (s *Store) Name() string { return s.name }
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Load reads the configuration in one REPEATABLE READ transaction: a
+// configuration spans tables, and it must be one snapshot.
+func (s *Store) Load(ctx context.Context) (*store.Snapshot, error) {
+	src, err := s.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := config.Load(src)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := config.DocumentRevision(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &store.Snapshot{Document: doc, Revision: rev}, nil
+}
+
+// SetTemplates sets templates.dir once the document that names it is read.
+func (s *Store) SetTemplates(dir string) { s.templates = dir }
+
+// Source is the stored document's text, before any check: what
+// `config validate` and `config pull` read.
+func (s *Store) Source(ctx context.Context) ([]byte, error) { return s.read(ctx) }
+
+// read assembles the stored document as JSON (which is YAML), so the
+// configuration's own loader reads it, paths and all.
+func (s *Store) read(ctx context.Context) ([]byte, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx)
+	var settings []byte
+	err = tx.QueryRow(ctx, `SELECT settings FROM configurations WHERE name = $1`, s.name).Scan(&settings)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("configuration %q: %w", s.name, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, `SELECT document FROM proxies WHERE config = $1 ORDER BY ordinal, name`, s.name)
+	if err != nil {
+		return nil, err
+	}
+	var proxies []json.RawMessage
+	for rows.Next() {
+		var d []byte
+		if err := rows.Scan(&d); err != nil {
+			return nil, err
+		}
+		proxies = append(proxies, json.RawMessage(d))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(settings, &doc); err != nil {
+		return nil, fmt.Errorf("configuration %q: the settings row is not a JSON object: %w", s.name, err)
+	}
+	if doc == nil {
+		doc = map[string]json.RawMessage{}
+	}
+	if proxies == nil {
+		proxies = []json.RawMessage{}
+	}
+	p, _ := json.Marshal(proxies)
+	doc["proxies"] = p
+	return json.Marshal(doc)
+}
+
+// split turns a document into its settings and its proxies, as JSON.
+func split(doc *config.Document) (settings []byte, proxies [][]byte, err error) {
+	y, err := config.Canonical(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	var all map[string]any
+	if err := yaml.Unmarshal(y, &all); err != nil {
+		return nil, nil, err
+	}
+	list, _ := all["proxies"].([]any)
+	delete(all, "proxies")
+	if settings, err = json.Marshal(all); err != nil {
+		return nil, nil, err
+	}
+	for _, p := range list {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		proxies = append(proxies, b)
+	}
+	return settings, proxies, nil
+}
+
+// Save writes doc in one transaction if the stored revision is still
+// expected (compare-and-swap: UPDATE ... WHERE revision = $expected; zero
+// rows is a mismatch), and notifies every serve of this name.
+func (s *Store) Save(ctx context.Context, doc *config.Document, expected config.Revision) (config.Revision, error) {
+	return s.save(ctx, doc, &expected)
+}
+
+// Put writes doc whatever is stored (config push without --if-revision),
+// creating the configuration when it does not exist.
+func (s *Store) Put(ctx context.Context, doc *config.Document) (config.Revision, error) {
+	return s.save(ctx, doc, nil)
+}
+
+func (s *Store) save(ctx context.Context, doc *config.Document, expected *config.Revision) (config.Revision, error) {
+	rev, err := config.DocumentRevision(doc)
+	if err != nil {
+		return "", err
+	}
+	settings, proxies, err := split(doc)
+	if err != nil {
+		return "", err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(ctx)
+	if expected == nil {
+		_, err = tx.Exec(ctx, `INSERT INTO configurations (name, revision, settings) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, settings = EXCLUDED.settings`, s.name, string(rev), settings)
+		if err != nil {
+			return "", err
+		}
+	} else {
+		tag, err := tx.Exec(ctx, `UPDATE configurations SET revision = $2, settings = $3 WHERE name = $1 AND revision = $4`,
+			s.name, string(rev), settings, string(*expected))
+		if err != nil {
+			return "", err
+		}
+		if tag.RowsAffected() == 0 {
+			return "", store.ErrRevisionMismatch
+		}
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM proxies WHERE config = $1`, s.name); err != nil {
+		return "", err
+	}
+	for i, p := range proxies {
+		name := string(doc.Proxies[i].Name)
+		if _, err := tx.Exec(ctx, `INSERT INTO proxies (config, name, ordinal, document) VALUES ($1, $2, $3, $4)`, s.name, name, i, p); err != nil {
+			return "", err
+		}
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel(s.name), string(rev)); err != nil {
+		return "", err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", err
+	}
+	return rev, nil
+}
+
+// Templates lists a proxy's template files.
+func (s *Store) Templates(ctx context.Context, proxy string) ([]store.TemplateFile, error) {
+	rows, err := s.pool.Query(ctx, `SELECT file, length(content) FROM templates WHERE config = $1 AND proxy = $2 ORDER BY file`, s.name, proxy)
+	if err != nil {
+		return nil, err
+	}
+	out := []store.TemplateFile{}
+	for rows.Next() {
+		var f store.TemplateFile
+		if err := rows.Scan(&f.Name, &f.Size); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// ReadTemplate returns a template file's content.
+func (s *Store) ReadTemplate(ctx context.Context, proxy, name string) ([]byte, error) {
+	var b []byte
+	err := s.pool.QueryRow(ctx, `SELECT content FROM templates WHERE config = $1 AND proxy = $2 AND file = $3`, s.name, proxy, name).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	return b, err
+}
+
+func check(proxy, name string) error {
+	if err := config.CheckTemplateName(name); err != nil {
+		return err
+	}
+	_, err := config.ParseName(proxy)
+	return err
+}
+
+// WriteTemplate stores the row first, then the file in templates.dir.
+func (s *Store) WriteTemplate(ctx context.Context, proxy, name string, content []byte) error {
+	if err := check(proxy, name); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO templates (config, proxy, file, content) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (config, proxy, file) DO UPDATE SET content = EXCLUDED.content`, s.name, proxy, name, content); err != nil {
+		return err
+	}
+	return s.writeFile(proxy, name, content)
+}
+
+func (s *Store) writeFile(proxy, name string, content []byte) error {
+	if s.templates == "" {
+		return nil
+	}
+	dir := filepath.Join(s.templates, proxy)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".upload-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+}
+
+// DeleteTemplate removes the row, then the file.
+func (s *Store) DeleteTemplate(ctx context.Context, proxy, name string) error {
+	if err := check(proxy, name); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM templates WHERE config = $1 AND proxy = $2 AND file = $3`, s.name, proxy, name)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	if s.templates != "" {
+		_ = os.Remove(filepath.Join(s.templates, proxy, name))
+	}
+	return nil
+}
+
+// MoveTemplates renames a proxy's template rows, then its directory.
+func (s *Store) MoveTemplates(ctx context.Context, from, to string) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `DELETE FROM templates WHERE config = $1 AND proxy = $2`, s.name, to); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE templates SET proxy = $3 WHERE config = $1 AND proxy = $2`, s.name, from, to); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	if s.templates != "" {
+		src, dst := filepath.Join(s.templates, from), filepath.Join(s.templates, to)
+		_ = os.RemoveAll(dst)
+		if _, err := os.Stat(src); err == nil {
+			return os.Rename(src, dst)
+		}
+	}
+	return nil
+}
+
+// DeleteTemplates removes every template of a proxy, rows then files.
+func (s *Store) DeleteTemplates(ctx context.Context, proxy string) error {
+	if _, err := config.ParseName(proxy); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM templates WHERE config = $1 AND proxy = $2`, s.name, proxy); err != nil {
+		return err
+	}
+	if s.templates != "" {
+		return os.RemoveAll(filepath.Join(s.templates, proxy))
+	}
+	return nil
+}
+
+// Materialize writes every stored template file into templates.dir (the
+// database is the truth; the directory is its cache), on startup and on
+// every reload.
+func (s *Store) Materialize(ctx context.Context) error {
+	rows, err := s.pool.Query(ctx, `SELECT proxy, file, content FROM templates WHERE config = $1`, s.name)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var proxy, file string
+		var content []byte
+		if err := rows.Scan(&proxy, &file, &content); err != nil {
+			return err
+		}
+		if check(proxy, file) != nil {
+			continue // a hand-written row with an unsafe name is never written to disk
+		}
+		if err := s.writeFile(proxy, file, content); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

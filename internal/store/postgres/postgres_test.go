@@ -1,0 +1,174 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/store"
+	"github.com/doppelproxy/doppel/internal/store/pgtest"
+	"github.com/doppelproxy/doppel/internal/store/storetest"
+)
+
+// open is a migrated database holding src as configuration "default".
+func open(t *testing.T, src []byte) store.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.URL(t), "default", filepath.Join(t.TempDir(), "templates"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := Migrate(ctx, s.Pool()); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := config.Parse(src) // rows may hold what the rules refuse
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) { storetest.Run(t, open) }
+
+func TestMigrations(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.URL(t), "default", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := CheckMigrated(ctx, s.Pool()); !errors.Is(err, ErrNotMigrated) {
+		t.Fatalf("an empty database: %v", err)
+	}
+	problems, _ := Status(ctx, s.Pool())
+	if len(problems) != len(Migrations()) || !strings.Contains(problems[0].Line, "not applied") {
+		t.Fatalf("status before: %v", problems)
+	}
+	if n, err := Migrate(ctx, s.Pool()); err != nil || n != len(Migrations()) {
+		t.Fatalf("first run: %d %v", n, err)
+	}
+	if n, err := Migrate(ctx, s.Pool()); err != nil || n != 0 {
+		t.Fatalf("second run: %d %v", n, err)
+	}
+	if problems, _ := Status(ctx, s.Pool()); len(problems) != 0 || CheckMigrated(ctx, s.Pool()) != nil {
+		t.Fatalf("status after: %v", problems)
+	}
+	// An unknown migration is reported without failing; a changed one fails.
+	_, _ = s.Pool().Exec(ctx, `INSERT INTO doppel_migrations (version, name, checksum) VALUES (9999, 'future', 'x')`)
+	problems, _ = Status(ctx, s.Pool())
+	if len(problems) != 1 || problems[0].Failing || !strings.Contains(problems[0].Line, "9999_future: unknown") {
+		t.Fatalf("unknown: %v", problems)
+	}
+	_, _ = s.Pool().Exec(ctx, `UPDATE doppel_migrations SET checksum = 'changed' WHERE version = 1`)
+	if err := CheckMigrated(ctx, s.Pool()); err == nil || !strings.Contains(err.Error(), "checksum changed") {
+		t.Fatalf("changed: %v", err)
+	}
+}
+
+// TestLoadsAreOneSnapshot: 600 loads against a writer flipping between two
+// documents never see proxies of one and settings of the other.
+func TestLoadsAreOneSnapshot(t *testing.T) {
+	ctx := context.Background()
+	var b strings.Builder
+	b.WriteString(storetest.Initial)
+	for i := range 8 {
+		fmt.Fprintf(&b, "  - {name: extra%d, type: http, url: 'http://h', resolve: {type: header, header: X-E}}\n", i)
+	}
+	s := open(t, []byte(b.String())).(*Store)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			snap, err := s.Load(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			doc := snap.Document
+			level, timeout := config.LogLevel("error"), config.Timeout(10)
+			if n%2 == 1 {
+				level, timeout = "debug", 20
+			}
+			doc.Logging.Level = level
+			for i := range doc.Proxies {
+				doc.Proxies[i].Timeout = timeout
+			}
+			if _, err := s.Save(ctx, doc, snap.Revision); err != nil && !errors.Is(err, store.ErrRevisionMismatch) {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for range 600 {
+		snap, err := s.Load(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The initial document (info, the default timeout) is left alone.
+		want := map[config.LogLevel]config.Timeout{"error": 10, "debug": 20}[snap.Document.Logging.Level]
+		for _, p := range snap.Document.Proxies {
+			if want != 0 && p.Timeout != want {
+				t.Fatalf("a load mixed two writes: logging %s with proxy %s at timeout %d", snap.Document.Logging.Level, p.Name, p.Timeout)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+func TestHandEditedRowIsReportedAgainstItsProxy(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, []byte(storetest.Initial)).(*Store)
+	if _, err := s.Pool().Exec(ctx, `UPDATE proxies SET document = jsonb_set(document, '{timeout}', '30000') WHERE name = 'alpha'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Load(ctx)
+	var inv *config.Invalid
+	if !errors.As(err, &inv) || inv.Violations[0].Path != "proxies[1].timeout" || !strings.Contains(inv.Violations[0].Message, "milliseconds") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestTemplatesAreMaterialized(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, []byte(storetest.Initial)).(*Store)
+	if err := s.WriteTemplate(ctx, "zeta", "answer.json.j2", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	dir := s.templates
+	path := filepath.Join(dir, "zeta", "answer.json.j2")
+	if b, _ := os.ReadFile(path); string(b) != "v1" {
+		t.Fatal("the file was not written after the row")
+	}
+	os.RemoveAll(dir)
+	if err := s.Materialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "v1" {
+		t.Fatal("materialize did not write the file back from the database")
+	}
+}
+
+func TestURLPasswordIsMasked(t *testing.T) {
+	_, err := Open(context.Background(), "postgres://doppel:hunter2@127.0.0.1:1/db?connect_timeout=1", "default", "")
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("%v", err)
+	}
+}
