@@ -20,6 +20,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/compress"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/control"
+	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/proxy"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
@@ -37,6 +38,7 @@ const (
 	envProxyAddr   = "DOPPEL_PROXY_ADDR"
 	envAdminAddr   = "DOPPEL_ADMIN_ADDR"
 	envExternalURL = "DOPPEL_EXTERNAL_URL"
+	envSeed        = "DOPPEL_SEED"
 )
 
 // drainTimeout bounds how long in-flight requests get after a signal.
@@ -48,6 +50,8 @@ type serveFlags struct {
 	proxyAddr string
 	adminAddr string
 	socket    string
+	seed      string
+	watch     bool
 }
 
 func newServeCmd(stdout io.Writer) *cobra.Command {
@@ -71,7 +75,28 @@ once. A configuration with violations is refused with every one listed.`,
 	fs.StringVar(&f.proxyAddr, "proxy-addr", "", "HOST:PORT for the proxy listener instead of server.host:server.port (env "+envProxyAddr+")")
 	fs.StringVar(&f.adminAddr, "admin-addr", "", "HOST:PORT for the admin listener instead of admin.host:admin.port (env "+envAdminAddr+")")
 	fs.StringVar(&f.socket, "socket", "", "the control socket instead of control.socket")
+	fs.StringVar(&f.seed, "seed", "", "make every fault roll a function of this seed and the request's X-Request-ID (env "+envSeed+")")
+	fs.BoolVar(&f.watch, "watch", false, "with the file store, reload by itself when the document changes")
 	return cmd
+}
+
+// watchFile reloads, as config reload would, whenever the document at
+// path changes; a rejected edit is logged with every violation and the
+// running configuration stays.
+func watchFile(ctx context.Context, path string, ctl *runtime.Controller, logger *telemetry.Logger) (func(), error) {
+	return file.Watch(ctx, path, func() {
+		res, err := ctl.Reload(ctx)
+		if err != nil {
+			var inv *config.Invalid
+			if errors.As(err, &inv) {
+				logger.Warn("the edited configuration is rejected; the running one stays", "violations", inv.Lines())
+				return
+			}
+			logger.Warn("the edited configuration could not be loaded; the running one stays", "error", err.Error())
+			return
+		}
+		logger.Info("reloaded after the configuration file changed", "revision", string(res.Runtime.Revision), "proxies", len(res.Runtime.Proxies))
+	})
 }
 
 // publishMocks republishes doppel_proxy_mocks for the runtime now in force;
@@ -120,6 +145,9 @@ func externalAddress(doc *config.Document, addr string, bound net.Addr) (*proxy.
 
 // resolve applies the environment to serve's own flags and checks them.
 func (f *serveFlags) resolve(cmd *cobra.Command) error {
+	if !cmd.Flags().Changed("seed") {
+		f.seed = os.Getenv(envSeed)
+	}
 	if !cmd.Flags().Changed("workers") {
 		if v := strings.TrimSpace(os.Getenv(envWorkers)); v != "" {
 			n, err := strconv.Atoi(v)
@@ -159,6 +187,9 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		return err
 	}
 	goruntime.GOMAXPROCS(f.workers)
+	if f.watch && opts.Kind != store.KindFile {
+		return usage("--watch is for the file store; with --store postgres every replica follows changes by itself")
+	}
 
 	var pg *postgres.Store
 	var src []byte
@@ -273,6 +304,13 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 			}
 		})
 	}
+	if f.watch {
+		stopWatching, err := watchFile(listenCtx, opts.ConfigPath, ctl, logger)
+		if err != nil {
+			return failed("cannot watch %s: %v", opts.ConfigPath, err)
+		}
+		defer stopWatching()
+	}
 	ctlSrv, err := control.Listen(socket, ctl, claimed)
 	if err != nil {
 		return failed("%v", err)
@@ -288,6 +326,11 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	if err != nil {
 		return failed("the proxy listener cannot bind %s: %v", addr, err)
 	}
+	var roller fault.Roller
+	if f.seed != "" {
+		roller = fault.NewSeeded(f.seed)
+		logger.Info("fault rolls are seeded: a request replayed with the same X-Request-ID gets the same faults")
+	}
 	external, source, err := externalAddress(doc, addr, ln.Addr())
 	if err != nil {
 		_ = ln.Close()
@@ -296,6 +339,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	logger.Info("redirects and bodies naming an upstream are rewritten to this address", "external_url", external.String(), "source", source)
 	srv := &http.Server{
 		Handler: proxy.New(holder, proxy.Options{
+			Roller:    roller,
 			Log:       logger,
 			Templates: render.NewFiles(string(doc.Templates.Dir)),
 			External:  external,
@@ -328,6 +372,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 			return failed("the admin listener cannot bind %s: %v", aaddr, err)
 		}
 		api := admin.New(ctl, envTokens, logger)
+		api.Seeded = f.seed != ""
 		adminMux := http.NewServeMux()
 		adminMux.Handle("GET /metrics", metrics.Handler())
 		adminMux.Handle("GET /metrics/{$}", metrics.Handler())

@@ -137,6 +137,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"uptime_seconds": int64(time.Since(s.started).Seconds()),
 		"revision":       rt.Revision,
+		"seeded":         s.Seeded,
 		"proxies":        proxies,
 	})
 }

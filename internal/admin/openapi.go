@@ -498,8 +498,9 @@ func answerSchemas() map[string]any {
 				"additionalProperties": object(perProxyNames, perProxy),
 			},
 		}),
-		"StatusReport": object([]string{"uptime_seconds", "revision", "proxies"}, map[string]any{
+		"StatusReport": object([]string{"uptime_seconds", "revision", "seeded", "proxies"}, map[string]any{
 			"uptime_seconds": count,
+			"seeded":         map[string]any{"type": "boolean", "description": "Whether fault rolls are reproducible (serve --seed); the seed is not shown."},
 			"revision":       withDescription(ref("Revision"), "The whole configuration's revision."),
 			"proxies": map[string]any{"type": "array", "items": object([]string{"name", "upstream", "resolve", "mocks"}, map[string]any{
 				"name":     ref("ProxyName"),

@@ -20,6 +20,10 @@ import (
 
 // Server serves the admin API.
 type Server struct {
+	// Seeded is reported by /api/v1/status: whether fault rolls are
+	// reproducible (serve --seed). The seed itself is not shown.
+	Seeded bool
+
 	ctl     *runtime.Controller
 	env     []Token
 	log     *telemetry.Logger

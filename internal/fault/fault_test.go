@@ -80,3 +80,40 @@ func BenchmarkRolls(b *testing.B) {
 		}
 	})
 }
+
+func TestSeededRollsArePureFunctions(t *testing.T) {
+	a, b, other := NewSeeded("ci-42"), NewSeeded("ci-42"), NewSeeded("ci-43")
+	differs := 0
+	sum := 0.0
+	for i := range 2000 {
+		k := Key{Proxy: "zeta", Mock: "mm", RequestID: "req-" + string(rune('a'+i%26)) + string(rune(i)), Roll: Roll(1 + i%4)}
+		x, y := a.Float64(k), b.Float64(k)
+		if x != y {
+			t.Fatalf("the same key rolled %v and %v", x, y)
+		}
+		if x < 0 || x >= 1 {
+			t.Fatalf("out of [0, 1): %v", x)
+		}
+		if other.Float64(k) != x {
+			differs++
+		}
+		sum += x
+	}
+	if differs < 1990 {
+		t.Fatalf("another seed gave the same roll %d times in 2000", 2000-differs)
+	}
+	if mean := sum / 2000; mean < 0.45 || mean > 0.55 {
+		t.Fatalf("mean %v: the rolls are not uniform", mean)
+	}
+	k := Key{Proxy: "zeta", RequestID: "r1", Roll: RollLoss}
+	for _, changed := range []Key{
+		{Proxy: "alpha", RequestID: "r1", Roll: RollLoss},
+		{Proxy: "zeta", Mock: "m", RequestID: "r1", Roll: RollLoss},
+		{Proxy: "zeta", RequestID: "r2", Roll: RollLoss},
+		{Proxy: "zeta", RequestID: "r1", Roll: RollLatency},
+	} {
+		if a.Float64(changed) == a.Float64(k) {
+			t.Errorf("%+v rolls like %+v", changed, k)
+		}
+	}
+}
