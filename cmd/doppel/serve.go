@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/admin"
-	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/compress"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/control"
@@ -373,21 +372,9 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		}
 		api := admin.New(ctl, envTokens, logger)
 		api.Seeded = f.seed != ""
-		adminMux := http.NewServeMux()
-		adminMux.Handle("GET /metrics", metrics.Handler())
-		adminMux.Handle("GET /metrics/{$}", metrics.Handler())
-		adminMux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", "GET, HEAD")
-			apierr.Write(w, apierr.MethodNotAllowed, r.Method+" is not allowed here; allowed: GET, HEAD")
-		})
-		adminMux.Handle("/", api)
+		api.Metrics = metrics.Handler()
 		adminSrv = &http.Server{
-			Handler: metrics.InstrumentAdmin(compress.Handler(adminMux), func(r *http.Request) string {
-				if strings.TrimRight(r.URL.Path, "/") == "/metrics" {
-					return "/metrics"
-				}
-				return api.Route(r)
-			}),
+			Handler:           metrics.InstrumentAdmin(compress.Handler(api), api.Route),
 			ReadHeaderTimeout: 10 * time.Second,
 			MaxHeaderBytes:    1 << 20,
 			IdleTimeout:       2 * time.Minute,

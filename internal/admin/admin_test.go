@@ -16,6 +16,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/store/file"
+	"github.com/doppelproxy/doppel/internal/telemetry"
 )
 
 const (
@@ -71,7 +72,9 @@ func newEnv(t *testing.T, doc string, envTokens []Token) *env {
 	rt, _ := runtime.Compile(snap.Document)
 	ctl := runtime.NewController(runtime.NewHolder(rt), st)
 	// Every answer is held to the OpenAPI document (openapi_test.go).
-	srv := httptest.NewServer(documented(t, New(ctl, envTokens, nil)))
+	api := New(ctl, envTokens, nil)
+	api.Metrics = telemetry.NewMetrics("test", true).Handler()
+	srv := httptest.NewServer(documented(t, api))
 	t.Cleanup(srv.Close)
 	return &env{Server: srv, ctl: ctl, path: path, dir: dir}
 }

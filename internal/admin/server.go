@@ -23,6 +23,8 @@ type Server struct {
 	// Seeded is reported by /api/v1/status: whether fault rolls are
 	// reproducible (serve --seed). The seed itself is not shown.
 	Seeded bool
+	// Metrics serves GET /metrics; 404 when nil.
+	Metrics http.Handler
 
 	ctl     *runtime.Controller
 	env     []Token
@@ -147,6 +149,11 @@ func (s *Server) routeTable() []route {
 			tag: tagConfig, summary: "Uptime, revision and proxies in force",
 			ok: []reply{{status: 200, means: "upstreams without their credentials", schema: "StatusReport"}},
 		}},
+		{"GET", "/metrics", s.metrics, api{
+			tag: tagDocs, summary: "Prometheus metrics",
+			about: "The Prometheus text format, without a token: a scraper has nowhere to put one. No series has a path label.",
+			ok:    []reply{{status: 200, means: "the metrics", media: []string{"text/plain"}, schema: schemaText}},
+		}},
 		{"GET", "/openapi.json", s.openAPI, api{
 			tag: tagDocs, summary: "This document",
 			ok: []reply{
@@ -209,6 +216,14 @@ func routed(pattern string) string {
 		return strings.TrimSuffix(pattern, "/")
 	}
 	return pattern
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	if s.Metrics == nil {
+		apierr.Write(w, apierr.NotFound, "no metrics are served here")
+		return
+	}
+	s.Metrics.ServeHTTP(w, r)
 }
 
 // policy is the configuration in force and who is calling: access is
