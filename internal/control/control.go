@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -110,16 +111,27 @@ func (s *Server) Close() error {
 func (s *Server) handle(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Minute))
-	line, err := bufio.NewReader(c).ReadBytes('\n')
+	// One request is a short line: a client cannot make it grow.
+	line, err := bufio.NewReader(io.LimitReader(c, 64<<10)).ReadBytes('\n')
 	var resp Response
 	var req Request
-	if err != nil || json.Unmarshal(line, &req) != nil {
+	if err == nil {
+		req, err = parseRequest(line)
+	}
+	if err != nil {
 		resp = Response{Code: "CONFIG_INVALID", Message: "one JSON request line was expected"}
 	} else {
 		resp = s.do(context.Background(), req)
 	}
 	b, _ := json.Marshal(resp)
 	_, _ = c.Write(append(b, '\n'))
+}
+
+// parseRequest reads one request line: the JSON encoding of a Request.
+func parseRequest(line []byte) (Request, error) {
+	var req Request
+	err := json.Unmarshal(line, &req)
+	return req, err
 }
 
 func (s *Server) do(ctx context.Context, req Request) Response {

@@ -65,8 +65,14 @@ type Template struct {
 
 const rootName = "/template"
 
-// Compile parses source once.
-func Compile(source string) (*Template, error) {
+// Compile parses source once. A template gonja's parser cannot cope with
+// (it panics on some malformed input) is an error, never a crash.
+func Compile(source string) (_ *Template, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("the template cannot be parsed: %v", v)
+		}
+	}()
 	loader, err := loaders.NewMemoryLoader(map[string]string{rootName: source})
 	if err != nil {
 		return nil, err

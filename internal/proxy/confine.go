@@ -49,7 +49,9 @@ func buildTarget(base, reqPath string) (string, bool) {
 		// A decoded %2F would split the segment for an upstream that
 		// decodes before routing; check each part it could become.
 		for part := range strings.SplitSeq(decoded, "/") {
-			if part == ".." {
+			// `..;x` is `..` to servlet containers, which strip path
+			// parameters before resolving.
+			if part == ".." || strings.HasPrefix(part, "..;") {
 				return "", false
 			}
 		}

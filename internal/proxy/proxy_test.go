@@ -150,7 +150,7 @@ func TestConfinement(t *testing.T) {
 	addr := d.Listener.Addr().String()
 	refused := []string{
 		"/..", "/../etc/passwd", "/a/../../x", "/%2e%2e/x", "/%2E%2e/x", "/.%2e/x", "/%2e./x",
-		"/a/%2E%2E", "/..%2fx", "/%2e%2e%2fx", `/a\..\x`, "/a%5c..%5cx", "/a%5C..", "/x\\y",
+		"/a/%2E%2E", "/..%2fx", "/%2e%2e%2fx", "/..;/admin", "/a/%2e%2e;jsessionid=1/x", `/a\..\x`, "/a%5c..%5cx", "/a%5C..", "/x\\y",
 	}
 	for _, target := range refused {
 		t.Run(target, func(t *testing.T) {
