@@ -122,7 +122,7 @@ func TestReplicasSurviveADatabaseOutage(t *testing.T) {
 	db.start()
 	// A push made after the outage reaches both replicas by themselves.
 	cfg2 := writeFile(t, dir, "next.yaml", readFile(t, cfg)+"logging: {level: warn, format: json}\n")
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(45 * time.Second)
 	var pushed string
 	for {
 		if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg2, "--database-url", url}}); r.code == 0 {
@@ -135,7 +135,7 @@ func TestReplicasSurviveADatabaseOutage(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	for i, p := range replicas {
-		p.waitLine("the pushed revision", 20*time.Second, func(l string) bool {
+		p.waitLine("the pushed revision", 45*time.Second, func(l string) bool {
 			return lineMsg(l) == "reloaded after a change in the database" && lineField(l, "revision") == pushed
 		})
 		if r, err := get(newClient(), "http://"+addrs[i]+"/x", nil); err != nil || string(r.body) != "still here" {

@@ -39,6 +39,7 @@ func open(t *testing.T, src []byte) store.Store {
 }
 
 func TestConformance(t *testing.T) { storetest.Run(t, open) }
+func TestConcurrency(t *testing.T) { storetest.Contention(t, open) }
 
 func TestMigrations(t *testing.T) {
 	ctx := context.Background()
