@@ -56,3 +56,17 @@ var (
 	// ErrNotFound: no such configuration or template file.
 	ErrNotFound = errors.New("not found")
 )
+
+// SnapshotOf checks a stored document's text and fingerprints it: every
+// store reads its bytes this one way.
+func SnapshotOf(src []byte) (*Snapshot, error) {
+	doc, err := config.Load(src)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := config.DocumentRevision(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{Document: doc, Revision: rev}, nil
+}

@@ -79,15 +79,7 @@ func (s *Store) Load(ctx context.Context) (*store.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := config.Load(src)
-	if err != nil {
-		return nil, err
-	}
-	rev, err := config.DocumentRevision(doc)
-	if err != nil {
-		return nil, err
-	}
-	return &store.Snapshot{Document: doc, Revision: rev}, nil
+	return store.SnapshotOf(src)
 }
 
 // SetTemplates sets templates.dir once the document that names it is read.
