@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -40,7 +41,7 @@ func ParseEnvTokens(raw string) ([]Token, error) {
 	}
 	var out []Token
 	seen := map[config.Token]string{}
-	for _, name := range sortedNames(entries) {
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		e := entries[name]
 		n, err := config.ParseName(name)
 		if err != nil {
@@ -82,15 +83,6 @@ func jsonReason(err error) string {
 		return msg
 	}
 	return "invalid JSON"
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Caller is who a request comes from.

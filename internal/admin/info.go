@@ -34,17 +34,8 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
 // uploadTemplate checks, in order and before reading the body: the file
 // name is safe; a mock of that proxy names it; then the body fits.
 func (s *Server) uploadTemplate(w http.ResponseWriter, r *http.Request) {
-	name, file := r.PathValue("name"), r.PathValue("file")
-	p := s.inForce(name)
-	if !s.authorize(w, r, ActUpload, p) {
-		return
-	}
-	if err := config.CheckTemplateName(file); err != nil {
-		apierr.Write(w, apierr.ConfigInvalid, err.Error())
-		return
-	}
-	if p == nil {
-		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+	p, name, file, ok := s.templateTarget(w, r)
+	if !ok {
 		return
 	}
 	if !declares(p, file) {
@@ -72,18 +63,28 @@ func (s *Server) uploadTemplate(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
+// templateTarget is what both template-file writes check first, in this
+// order: the right to upload, a safe file name, a proxy that exists.
+func (s *Server) templateTarget(w http.ResponseWriter, r *http.Request) (*config.Proxy, string, string, bool) {
 	name, file := r.PathValue("name"), r.PathValue("file")
 	p := s.inForce(name)
 	if !s.authorize(w, r, ActUpload, p) {
-		return
+		return nil, "", "", false
 	}
 	if err := config.CheckTemplateName(file); err != nil {
 		apierr.Write(w, apierr.ConfigInvalid, err.Error())
-		return
+		return nil, "", "", false
 	}
 	if p == nil {
 		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+		return nil, "", "", false
+	}
+	return p, name, file, true
+}
+
+func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
+	_, name, file, ok := s.templateTarget(w, r)
+	if !ok {
 		return
 	}
 	err := s.ctl.Store().DeleteTemplate(r.Context(), name, file)

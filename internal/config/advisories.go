@@ -77,19 +77,10 @@ func Advisories(d *Document) []Advisory {
 			add(at+".resolve.header", "ignored: the proxy is the default, so no header selects it")
 		}
 		for j, m := range p.Mocks {
-			for _, src := range []struct {
-				key  string
-				vars []string
-			}{
-				{"headers", sortedKeys(m.Request.Headers)},
-				{"query", sortedKeys(m.Request.Query)},
-				{"body", sortedKeys(m.Request.Body)},
-			} {
-				for _, v := range src.vars {
-					if slices.Contains(SystemVariables, v) {
-						add(fmt.Sprintf("%s.mocks[%d].request.%s.%s", at, j, src.key, v),
-							"%s is a system variable; the value extracted into it is discarded", quote(v))
-					}
+			for _, v := range m.Request.Declared() {
+				if slices.Contains(SystemVariables, v.Name) {
+					add(fmt.Sprintf("%s.mocks[%d].request.%s.%s", at, j, v.Source, v.Name),
+						"%s is a system variable; the value extracted into it is discarded", quote(v.Name))
 				}
 			}
 			for _, g := range m.Request.URL.Groups() {

@@ -1,5 +1,10 @@
 package config
 
+import (
+	"maps"
+	"slices"
+)
+
 // The document model: what the user wrote, in the user's words. Struct tags
 // drive three things at once: `yaml` names the key, `required` makes it
 // mandatory, and `doc` is its description in the JSON Schema.
@@ -301,4 +306,29 @@ func (a Action) IsWrite() bool {
 		return true
 	}
 	return false
+}
+
+// A Declared is a variable a mock extracts from headers, query or body.
+type Declared struct {
+	Source string // headers, query or body: its key under request
+	Name   string
+}
+
+// Declared lists the variables the request extracts, source by source and
+// by name, in a fixed order.
+func (r *MockRequest) Declared() []Declared {
+	var out []Declared
+	for _, src := range []struct {
+		key   string
+		names []string
+	}{
+		{"headers", slices.Sorted(maps.Keys(r.Headers))},
+		{"query", slices.Sorted(maps.Keys(r.Query))},
+		{"body", slices.Sorted(maps.Keys(r.Body))},
+	} {
+		for _, n := range src.names {
+			out = append(out, Declared{Source: src.key, Name: n})
+		}
+	}
+	return out
 }

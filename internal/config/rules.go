@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -89,19 +90,10 @@ func validateMocks(at string, p Proxy) []Violation {
 		}
 		// V19: a declared variable does not shadow a capture group.
 		groups := m.Request.URL.Groups()
-		for _, src := range []struct {
-			key  string
-			vars []string
-		}{
-			{"headers", sortedKeys(m.Request.Headers)},
-			{"query", sortedKeys(m.Request.Query)},
-			{"body", sortedKeys(m.Request.Body)},
-		} {
-			for _, v := range src.vars {
-				if slices.Contains(groups, v) {
-					add("V19", fmt.Sprintf("%s.request.%s.%s", mat, src.key, v),
-						"variable %s is also a named capture group of request.url; rename one of them", quote(v))
-				}
+		for _, v := range m.Request.Declared() {
+			if slices.Contains(groups, v.Name) {
+				add("V19", fmt.Sprintf("%s.request.%s.%s", mat, v.Source, v.Name),
+					"variable %s is also a named capture group of request.url; rename one of them", quote(v.Name))
 			}
 		}
 		r := m.Response
@@ -135,7 +127,7 @@ func validateMocks(at string, p Proxy) []Violation {
 				add("V21", mat+".response."+t.key, "the template does not parse: %v", err)
 			}
 		}
-		for _, h := range sortedKeys(r.Headers) {
+		for _, h := range slices.Sorted(maps.Keys(r.Headers)) {
 			if _, err := jinja.Compile(string(r.Headers[h])); err != nil {
 				add("V21", mat+".response.headers."+string(h), "the template does not parse: %v", err)
 			}
@@ -247,13 +239,4 @@ func allowedList(allowed []Name) string {
 		set[i] = "`" + s + "`"
 	}
 	return strings.Join(set, ", ")
-}
-
-func sortedKeys[K ~string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/textproto"
 	"net/url"
 	"slices"
@@ -127,13 +128,13 @@ func Compile(proxy string, m *config.Mock) (*Mock, error) {
 		// made interface values once, here, rather than per request.
 		constant: [4]any{proxy, string(m.Name), version.Version, string(m.Request.Method)},
 	}
-	for _, name := range sortedKeys(m.Request.Headers) {
+	for _, name := range slices.Sorted(maps.Keys(m.Request.Headers)) {
 		c.headerVar = append(c.headerVar, headerVar{name, textproto.CanonicalMIMEHeaderKey(string(m.Request.Headers[name]))})
 	}
-	for _, name := range sortedKeys(m.Request.Query) {
+	for _, name := range slices.Sorted(maps.Keys(m.Request.Query)) {
 		c.queryVar = append(c.queryVar, selectorVar{name, m.Request.Query[name].Keys()})
 	}
-	for _, name := range sortedKeys(m.Request.Body) {
+	for _, name := range slices.Sorted(maps.Keys(m.Request.Body)) {
 		c.bodyVar = append(c.bodyVar, selectorVar{name, m.Request.Body[name].Keys()})
 	}
 	r := &m.Response
@@ -152,7 +153,7 @@ func Compile(proxy string, m *config.Mock) (*Mock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mock %s: %w", m.Name, err)
 	}
-	for _, name := range sortedKeys(r.Headers) {
+	for _, name := range slices.Sorted(maps.Keys(r.Headers)) {
 		t, err := compileTemplate(string(r.Headers[name]))
 		if err != nil {
 			return nil, fmt.Errorf("mock %s: header %s: %w", m.Name, name, err)
@@ -374,13 +375,4 @@ func (m *Mock) render(vars *jinja.Vars, file *jinja.Template) (*Answer, error) {
 func reason(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "unable to execute template: ")
 	return strings.Join(strings.Fields(msg), " ")
-}
-
-func sortedKeys[K ~string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,37 +1,19 @@
 // Command goproxy is the "stock Go" baseline: a bare
 // net/http/httputil.ReverseProxy whose Rewrite only calls SetURL (and
 // SetXForwarded, which Doppel also does), over a Transport configured exactly
-// like Doppel's internal/proxy.NewTransport, so the comparison measures
+// by Doppel's own internal/proxy.NewTransport, so the comparison measures
 // Doppel's own work and not a different connection pool.
 package main
 
 import (
 	"flag"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"time"
-)
 
-// newTransport mirrors internal/proxy.NewTransport field for field.
-func newTransport() *http.Transport {
-	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   10 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
-		DisableCompression:    true,
-	}
-}
+	"github.com/doppelproxy/doppel/internal/proxy"
+)
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:19001", "listen address")
@@ -47,7 +29,7 @@ func main() {
 			pr.SetURL(u)
 			pr.SetXForwarded()
 		},
-		Transport: newTransport(),
+		Transport: proxy.NewTransport(),
 	}
 	srv := &http.Server{Addr: *addr, Handler: rp}
 	log.Fatal(srv.ListenAndServe())
