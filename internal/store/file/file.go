@@ -11,6 +11,7 @@ package file
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/doppelproxy/doppel/internal/config"
@@ -28,6 +30,27 @@ import (
 type Store struct {
 	path      string // the document
 	templates string // templates.dir
+
+	// known is the revision of the document bytes last read or written:
+	// a compare-and-swap reads the file again under the lock, and needs
+	// not parse it again when it is what this store last saw.
+	mu    sync.Mutex
+	known struct {
+		sum [sha256.Size]byte
+		rev config.Revision
+	}
+}
+
+func (s *Store) remember(src []byte, rev config.Revision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known.sum, s.known.rev = sha256.Sum256(src), rev
+}
+
+func (s *Store) recall(src []byte) (config.Revision, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.known.rev, s.known.rev != "" && s.known.sum == sha256.Sum256(src)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -82,7 +105,11 @@ func (s *Store) Load(ctx context.Context) (*store.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.SnapshotOf(src)
+	snap, err := store.SnapshotOf(src)
+	if err == nil {
+		s.remember(src, snap.Revision)
+	}
+	return snap, err
 }
 
 // Save writes doc in canonical form if the stored document's revision is
@@ -103,7 +130,11 @@ func (s *Store) Save(ctx context.Context, doc *config.Document, expected config.
 	if err := s.replace(out); err != nil {
 		return "", err
 	}
-	return config.DocumentRevision(doc)
+	rev, err := config.DocumentRevision(doc)
+	if err == nil {
+		s.remember(out, rev)
+	}
+	return rev, err
 }
 
 // currentRevision is the stored document's revision, or "" when it does
@@ -113,11 +144,15 @@ func (s *Store) currentRevision() config.Revision {
 	if err != nil {
 		return ""
 	}
+	if rev, ok := s.recall(src); ok {
+		return rev
+	}
 	doc, err := config.Parse(src)
 	if err != nil {
 		return ""
 	}
 	rev, _ := config.DocumentRevision(doc)
+	s.remember(src, rev)
 	return rev
 }
 
