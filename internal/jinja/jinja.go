@@ -8,10 +8,10 @@
 package jinja
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/nikolalohinski/gonja/v2"
@@ -61,6 +61,13 @@ type Template struct {
 	t      *exec.Template
 	loader loaders.Loader
 	names  map[string]struct{}
+	self   bool // the template mentions `self`
+	// mutates: the template may change its scope (`set`, or a method
+	// call such as `items.append(1)`, which gonja writes back to the
+	// variable). Only such a template needs a scope of its own.
+	mutates    bool
+	multiplies bool // the template holds a `*`
+	hint       int  // the capacity a rendering starts with
 }
 
 const rootName = "/template"
@@ -88,20 +95,34 @@ func Compile(source string) (_ *Template, err error) {
 		}
 		return nil, fmt.Errorf("%s", msg)
 	}
-	return &Template{t: t, loader: loader, names: names(source)}, nil
+	tpl := &Template{t: t, loader: loader, hint: len(source) + len(source)/2 + 16}
+	tpl.names, tpl.mutates, tpl.multiplies = scan(source)
+	_, tpl.self = tpl.names["self"]
+	return tpl, nil
 }
 
-// names collects every identifier the template's source holds: variable
+// scan collects every identifier the template's source holds: variable
 // names and, as a harmless surplus, filter, test, keyword and attribute
-// names. A variable that is not among them cannot be read by the template.
-func names(source string) map[string]struct{} {
-	out := map[string]struct{}{}
+// names. A variable that is not among them cannot be read by the
+// template. It also reports whether the template may change its scope:
+// it names `set`, or calls a method (`.name(`); and whether it multiplies.
+func scan(source string) (names map[string]struct{}, mutates, multiplies bool) {
+	names = map[string]struct{}{}
+	var before, last *tokens.Token
 	for s := tokens.LexAll(source, strict); !s.End(); s.Next() {
-		if tok := s.Current(); tok.Type == tokens.Name {
-			out[tok.Val] = struct{}{}
+		tok := s.Current()
+		switch {
+		case tok.Type == tokens.Name:
+			names[tok.Val] = struct{}{}
+			mutates = mutates || tok.Val == "set"
+		case tok.Type == tokens.LeftParenthesis && last != nil && last.Type == tokens.Name && before != nil && before.Type == tokens.Dot:
+			mutates = true
+		case tok.Type == tokens.Multiply:
+			multiplies = true
 		}
+		before, last = last, tok
 	}
-	return out
+	return names, mutates, multiplies
 }
 
 // AddNames adds the names the template holds to set.
@@ -109,6 +130,22 @@ func (t *Template) AddNames(set map[string]struct{}) {
 	for n := range t.names {
 		set[n] = struct{}{}
 	}
+}
+
+// Constant reports whether rendering the template with the same values
+// of names always gives the same output, cheaply: it holds no other name
+// (no filter, test, function, keyword or variable) and no `*`, which can
+// repeat a string to any length.
+func (t *Template) Constant(names []string) bool {
+	if t.multiplies {
+		return false
+	}
+	for n := range t.names {
+		if !slices.Contains(names, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // Mentions reports whether the template can read a variable called name.
@@ -131,10 +168,74 @@ func NewVars() *Vars { return &Vars{ctx: Environment.Context.Inherit()} }
 func (v *Vars) Set(name string, value any) { v.ctx.Set(name, value) }
 
 // Execute renders the template with vars into w. Unlike gonja's own
-// Execute, it does not copy the variables for each template: each
-// execution gets a child scope of vars instead, so what a template sets
-// stays its own.
-func (t *Template) Execute(w io.Writer, vars *Vars) (err error) {
+// Execute, it does not copy the variables for each template: a template
+// that may change its scope gets a child scope of vars, so what it sets
+// stays its own; any other reads vars as they are.
+func (t *Template) Execute(w io.Writer, vars *Vars) error {
+	x := t.start(vars)
+	x.out = bounded{w: w, left: MaxOutput}
+	return x.run()
+}
+
+// ExecuteToBytes renders into a new slice.
+func (t *Template) ExecuteToBytes(vars *Vars) ([]byte, error) {
+	x := t.start(vars)
+	x.buf = make([]byte, 0, t.hint)
+	x.out = bounded{w: &x.buf, left: MaxOutput}
+	err := x.run()
+	return x.buf, err
+}
+
+// ExecuteToString renders into a new string.
+func (t *Template) ExecuteToString(vars *Vars) (string, error) {
+	x := t.start(vars)
+	var b strings.Builder
+	b.Grow(t.hint)
+	x.out = bounded{w: &b, left: MaxOutput}
+	err := x.run()
+	return b.String(), err
+}
+
+// execution is everything one rendering needs, allocated together. The
+// renderer is built here rather than by gonja's NewRenderer, which would
+// copy the configuration (no template can change it: autoescape works on
+// a copy of its own) and bind `self` into the scope for every execution;
+// `self` is bound only for the templates that mention it.
+type execution struct {
+	env exec.Environment
+	r   exec.Renderer
+	out bounded
+	buf appender
+}
+
+func (t *Template) start(vars *Vars) *execution {
+	x := &execution{}
+	scope := vars.ctx
+	if t.mutates || t.self {
+		scope = scope.Inherit()
+	}
+	x.env = exec.Environment{
+		Context:           scope,
+		Filters:           Environment.Filters,
+		Tests:             Environment.Tests,
+		ControlStructures: Environment.ControlStructures,
+		Methods:           Environment.Methods,
+	}
+	x.r = exec.Renderer{
+		Config:      strict,
+		Environment: &x.env,
+		Loader:      t.loader,
+		Template:    t.t,
+		RootNode:    t.t.Root(),
+		Output:      &x.out,
+	}
+	if t.self {
+		x.env.Context.Set("self", exec.Self(&x.r))
+	}
+	return x
+}
+
+func (x *execution) run() (err error) {
 	defer func() {
 		// A value the template did not expect (a modulo by zero, say)
 		// makes gonja panic: that is this template's error, not Doppel's.
@@ -142,14 +243,7 @@ func (t *Template) Execute(w io.Writer, vars *Vars) (err error) {
 			err = fmt.Errorf("unable to execute template: %v", v)
 		}
 	}()
-	env := &exec.Environment{
-		Context:           vars.ctx.Inherit(),
-		Filters:           Environment.Filters,
-		Tests:             Environment.Tests,
-		ControlStructures: Environment.ControlStructures,
-		Methods:           Environment.Methods,
-	}
-	if err := exec.NewRenderer(env, &bounded{w: w, left: MaxOutput}, strict, t.loader, t.t).Execute(); err != nil {
+	if err := x.r.Execute(); err != nil {
 		return fmt.Errorf("unable to execute template: %w", err)
 	}
 	return nil
@@ -163,17 +257,34 @@ type bounded struct {
 
 func (b *bounded) Write(p []byte) (int, error) {
 	if len(p) > b.left {
-		return 0, fmt.Errorf("the template rendered more than %d MiB", MaxOutput>>20)
+		return 0, errTooLong
 	}
 	b.left -= len(p)
 	return b.w.Write(p)
 }
 
-// ExecuteToBytes renders into a new slice.
-func (t *Template) ExecuteToBytes(vars *Vars) ([]byte, error) {
-	var b bytes.Buffer
-	err := t.Execute(&b, vars)
-	return b.Bytes(), err
+// WriteString spares gonja's io.WriteString a copy of every piece.
+func (b *bounded) WriteString(s string) (int, error) {
+	if len(s) > b.left {
+		return 0, errTooLong
+	}
+	b.left -= len(s)
+	return io.WriteString(b.w, s)
+}
+
+var errTooLong = fmt.Errorf("the template rendered more than %d MiB", MaxOutput>>20)
+
+// appender collects output in one growing slice.
+type appender []byte
+
+func (a *appender) Write(p []byte) (int, error) {
+	*a = append(*a, p...)
+	return len(p), nil
+}
+
+func (a *appender) WriteString(s string) (int, error) {
+	*a = append(*a, s...)
+	return len(s), nil
 }
 
 var sourceQuote = regexp.MustCompile(`(?s)^failed to parse template '.*?': `)

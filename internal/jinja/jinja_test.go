@@ -79,6 +79,17 @@ func TestTemplatesDoNotLeakIntoEachOther(t *testing.T) {
 	if out, err := reader.ExecuteToBytes(vars); err != nil || string(out) != "unset" {
 		t.Fatalf("a variable set by one template was seen by another: %q %v", out, err)
 	}
+	// gonja writes what a method returns back to the variable: the
+	// appending template sees four items, the next one still three.
+	vars.Set("items", []any{1, 2, 3})
+	appender, _ := Compile(`{{ items.append(4) }}{{ items | length }}`)
+	counter, _ := Compile(`{{ items | length }}`)
+	if out, err := appender.ExecuteToBytes(vars); err != nil || string(out) != "4" {
+		t.Fatalf("%q %v", out, err)
+	}
+	if out, err := counter.ExecuteToBytes(vars); err != nil || string(out) != "3" {
+		t.Fatalf("a method call of one template changed the variables of another: %q %v", out, err)
+	}
 	ranged, _ := Compile(`{% for i in range(3) %}{{ i }}{% endfor %}{{ y }}`)
 	if out, err := ranged.ExecuteToBytes(vars); err != nil || string(out) != "0122" {
 		t.Fatalf("global functions or variables are missing: %q %v", out, err)

@@ -113,11 +113,15 @@ func realIP(h http.Header, peer string) string {
 
 func writeAnswer(ex *exchange, a *render.Answer) {
 	hdr := ex.Header()
+	// One backing array holds every value: a header is set once each.
+	values := make([]string, 0, len(a.Headers)+1)
 	for _, kv := range a.Headers {
-		hdr[kv[0]] = append(hdr[kv[0]], kv[1])
+		values = append(values, kv[1])
+		hdr[kv[0]] = values[len(values)-1 : len(values) : len(values)]
 	}
 	if a.Body != nil {
-		hdr["Content-Length"] = []string{strconv.Itoa(len(a.Body))}
+		values = append(values, strconv.Itoa(len(a.Body)))
+		hdr["Content-Length"] = values[len(values)-1 : len(values) : len(values)]
 	}
 	ex.WriteHeader(a.Status)
 	if len(a.Body) > 0 && ex.req.Method != http.MethodHead {

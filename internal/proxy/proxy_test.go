@@ -275,6 +275,17 @@ func TestHeadersOnTheWayUp(t *testing.T) {
 			}
 		}
 	})
+	t.Run("minted request ids are distinct UUIDs v4", func(t *testing.T) {
+		seen := map[string]bool{}
+		for range 10000 {
+			id := newRequestID()
+			u, err := uuid.Parse(id)
+			if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || seen[id] {
+				t.Fatalf("minted %q (%v), seen before: %v", id, err, seen[id])
+			}
+			seen[id] = true
+		}
+	})
 	t.Run("request id reused or minted", func(t *testing.T) {
 		res, body := get(t, d.URL+"/", map[string]string{"X-Request-ID": "abc-123"})
 		if res.Header.Get("X-Request-Id") != "abc-123" || decodeSeen(t, body).Header["X-Request-Id"][0] != "abc-123" {
@@ -283,7 +294,7 @@ func TestHeadersOnTheWayUp(t *testing.T) {
 		res, body = get(t, d.URL+"/", nil)
 		id := res.Header.Get("X-Request-Id")
 		u, err := uuid.Parse(id)
-		if err != nil || u.Version() != 4 {
+		if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 {
 			t.Fatalf("minted request id %q is not a UUID v4", id)
 		}
 		if decodeSeen(t, body).Header["X-Request-Id"][0] != id {

@@ -99,11 +99,12 @@ type headerTemplate struct {
 type template struct {
 	tpl     *jinja.Template
 	literal []byte
+	text    string // literal, as a string
 }
 
 func compileTemplate(src string) (template, error) {
 	if !strings.Contains(src, "{{") && !strings.Contains(src, "{%") && !strings.Contains(src, "{#") {
-		return template{literal: []byte(src)}, nil
+		return template{literal: []byte(src), text: src}, nil
 	}
 	t, err := jinja.Compile(src)
 	return template{tpl: t}, err
@@ -114,6 +115,13 @@ func (t template) execute(vars *jinja.Vars) ([]byte, error) {
 		return t.literal, nil
 	}
 	return t.tpl.ExecuteToBytes(vars)
+}
+
+func (t template) executeToString(vars *jinja.Vars) (string, error) {
+	if t.tpl == nil {
+		return t.text, nil
+	}
+	return t.tpl.ExecuteToString(vars)
 }
 
 // Compile builds a Mock of proxy from its configuration. Templates were
@@ -160,6 +168,10 @@ func Compile(proxy string, m *config.Mock) (*Mock, error) {
 		}
 		c.headers = append(c.headers, headerTemplate{textproto.CanonicalMIMEHeaderKey(string(name)), t})
 	}
+	c.inline = c.fold(c.inline)
+	for i := range c.headers {
+		c.headers[i].tpl = c.fold(c.headers[i].tpl)
+	}
 	c.names = map[string]struct{}{}
 	for _, t := range append([]template{c.inline}, headerTemplates(c.headers)...) {
 		if t.tpl != nil {
@@ -167,6 +179,28 @@ func Compile(proxy string, m *config.Mock) (*Mock, error) {
 		}
 	}
 	return c, nil
+}
+
+// constantNames are the system variables that are the same for every
+// request a mock answers; constant holds their values in this order.
+var constantNames = []string{"proxy_name", "mock_name", "doppel_version", "method"}
+
+// fold renders at load a template whose output depends on nothing but
+// constantNames (`mock {{ mock_name }}`), and sends it as a literal. A template that fails is kept, to fail the same way on
+// each request.
+func (c *Mock) fold(t template) template {
+	if t.tpl == nil || !t.tpl.Constant(constantNames) {
+		return t
+	}
+	vars := jinja.NewVars()
+	for i, name := range constantNames {
+		vars.Set(name, c.constant[i])
+	}
+	out, err := t.tpl.ExecuteToBytes(vars)
+	if err != nil {
+		return t
+	}
+	return template{literal: out, text: string(out)}
 }
 
 func headerTemplates(hs []headerTemplate) []template {
@@ -236,7 +270,14 @@ func (m *Mock) Answer(in *Input, sys *Request, files *Files, proxy string) (*Ans
 // template mentions is not bound at all.
 func (m *Mock) variables(in *Input, sys *Request, file *jinja.Template) (*jinja.Vars, error) {
 	vars := jinja.NewVars()
-	set := func(name string, value any) {
+	// Typed, so that a value is made an interface (an allocation) only
+	// when a template reads it.
+	set := func(name string, value string) {
+		if m.mentions(file, name) {
+			vars.Set(name, value)
+		}
+	}
+	setConstant := func(name string, value any) {
 		if m.mentions(file, name) {
 			vars.Set(name, value)
 		}
@@ -276,10 +317,10 @@ func (m *Mock) variables(in *Input, sys *Request, file *jinja.Template) (*jinja.
 			}
 		}
 	}
-	set("proxy_name", m.constant[0])
-	set("mock_name", m.constant[1])
-	set("doppel_version", m.constant[2])
-	set("method", m.constant[3])
+	setConstant("proxy_name", m.constant[0])
+	setConstant("mock_name", m.constant[1])
+	setConstant("doppel_version", m.constant[2])
+	setConstant("method", m.constant[3])
 	set("request_id", sys.RequestID)
 	set("path", sys.Path)
 	set("host", sys.Host)
@@ -328,12 +369,19 @@ type Answer struct {
 	Status  int
 	Headers [][2]string // canonical names, in a fixed order; Content-Type first
 	Body    []byte
+
+	few [4][2]string // Headers, when they are few
 }
 
 // render renders the response with vars; file is the body's template
 // when it comes from a file.
 func (m *Mock) render(vars *jinja.Vars, file *jinja.Template) (*Answer, error) {
+	// Content-Type, when there is one, goes first: its place is kept.
 	a := &Answer{Status: m.Status}
+	a.Headers = a.few[:1]
+	if len(m.headers)+1 > len(a.few) {
+		a.Headers = make([][2]string, 1, len(m.headers)+1)
+	}
 	body, hasBody := m.inline, m.kind != bodyNone
 	if file != nil {
 		body = template{tpl: file}
@@ -350,8 +398,7 @@ func (m *Mock) render(vars *jinja.Vars, file *jinja.Template) (*Answer, error) {
 	}
 	contentType, explicit := m.contentType, false
 	for _, h := range m.headers {
-		out, err := h.tpl.execute(vars)
-		v := string(out)
+		v, err := h.tpl.executeToString(vars)
 		if err != nil {
 			return nil, fail(RenderFailed, "mock %s: header %s: %s", m.Name, h.name, reason(err))
 		}
@@ -365,7 +412,9 @@ func (m *Mock) render(vars *jinja.Vars, file *jinja.Template) (*Answer, error) {
 		a.Headers = append(a.Headers, [2]string{h.name, v})
 	}
 	if explicit || (contentType != "" && a.Body != nil) {
-		a.Headers = append([][2]string{{"Content-Type", contentType}}, a.Headers...)
+		a.Headers[0] = [2]string{"Content-Type", contentType}
+	} else {
+		a.Headers = a.Headers[1:]
 	}
 	return a, nil
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,35 @@ response:
 		if _, err := m.Answer(in, &sys, nil, "zeta"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A template that reads only the variables that are the same for every
+// request of a mock is rendered once, at load, and answers as if it were
+// rendered each time; one that calls a filter, reads a per-request
+// variable or repeats a string (which may cost anything) is not.
+func TestConstantTemplatesAreRenderedAtLoad(t *testing.T) {
+	m := compileMock(t, `name: mm
+request: {method: PUT, url: x}
+response:
+  status: 200
+  body: '{{ proxy_name }}/{{ mock_name }} {{ method ~ "!" }} {{ doppel_version }}'
+  headers: {X-A: 'mock {{ mock_name }}', X-B: '{{ mock_name | upper }}', X-C: '{{ path }}', X-D: '{{ mock_name * 2 }}'}`)
+	if m.inline.tpl != nil || m.headers[0].tpl.tpl != nil {
+		t.Error("a template of constants is executed per request")
+	}
+	if m.headers[1].tpl.tpl == nil || m.headers[2].tpl.tpl == nil || m.headers[3].tpl.tpl == nil {
+		t.Error("a template with a filter, a per-request variable or a repetition was rendered at load")
+	}
+	a, err := run(t, m, &Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "zeta/mm PUT! " + version.Version; string(a.Body) != want {
+		t.Errorf("body %q, want %q", a.Body, want)
+	}
+	want := [][2]string{{"Content-Type", "text/plain; charset=utf-8"}, {"X-A", "mock mm"}, {"X-B", "MM"}, {"X-C", "/p"}, {"X-D", "mmmm"}}
+	if !slices.Equal(a.Headers, want) {
+		t.Errorf("headers %v, want %v", a.Headers, want)
 	}
 }
