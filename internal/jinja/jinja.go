@@ -29,15 +29,22 @@ var strict = func() *config.Config {
 	return c
 }()
 
-// Environment is shared by every template: the standard filters and tests,
-// gonja's global functions, and every control structure except those that
-// reach other templates or define macros.
+// Environment is shared by every template: the standard filters, tests
+// and global functions, with sizes bounded (bounds.go), and every control
+// structure except those that reach other templates or define macros.
 var Environment = &exec.Environment{
-	Context:           gonja.DefaultEnvironment.Context,
-	Filters:           gonja.DefaultEnvironment.Filters,
+	Context:           boundedGlobals(),
+	Filters:           boundedFilters(),
 	Tests:             gonja.DefaultEnvironment.Tests,
 	ControlStructures: allowedControlStructures(),
-	Methods:           gonja.DefaultEnvironment.Methods,
+	Methods: exec.Methods{
+		Bool:  gonja.DefaultEnvironment.Methods.Bool,
+		Int:   gonja.DefaultEnvironment.Methods.Int,
+		Float: gonja.DefaultEnvironment.Methods.Float,
+		Str:   boundedStringMethods(gonja.DefaultEnvironment.Methods.Str),
+		Dict:  gonja.DefaultEnvironment.Methods.Dict,
+		List:  gonja.DefaultEnvironment.Methods.List,
+	},
 }
 
 // refused are the control structures a Doppel template may not use.
@@ -95,6 +102,7 @@ func Compile(source string) (_ *Template, err error) {
 		}
 		return nil, fmt.Errorf("%s", msg)
 	}
+	boundRepetitions(t.Root())
 	tpl := &Template{t: t, loader: loader, hint: len(source) + len(source)/2 + 16}
 	tpl.names, tpl.mutates, tpl.multiplies = scan(source)
 	_, tpl.self = tpl.names["self"]
