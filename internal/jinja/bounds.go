@@ -5,27 +5,47 @@ import (
 	"reflect"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/nikolalohinski/gonja/v2"
+	controlStructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	"github.com/nikolalohinski/gonja/v2/tokens"
 )
 
-// Rendering is bounded where a template turns a small number into a large
-// value: a string repeated (`"-" * n`), a width (`center`, `indent`,
-// `format`, the string methods `ljust`, `rjust`, `zfill`, `expandtabs`), a
-// separator or replacement repeated (`join`, `replace`), a count of groups
-// (`batch`, `slice`) or of items (`range`, `lipsum`). The number may come
-// from the request (`?n=99999999999` is a string gonja reads as an
-// integer), so each is checked before anything is allocated, and a value
-// over the bound is the template's error (500 TEMPLATE_RENDER_ERROR), not
-// an exhausted process. Every filter's result is also held to MaxOutput, so
-// chaining filters that grow their input cannot multiply past it.
+// Rendering is bounded so that no template, whatever the request, can
+// exhaust the process or hold it for long:
+//
+//   - sizes are checked before they are made where a template turns a
+//     small number into a large value: a string repeated (`"-" * n`), a
+//     width (`center`, `indent`, `format`, the string methods `ljust`,
+//     `rjust`, `zfill`, `center`, `expandtabs`, `format`), a separator or
+//     replacement repeated (`join`, `replace`), a count of groups (`batch`,
+//     `slice`) or of items (`range`, `lipsum`). The number may come from
+//     the request (`?n=99999999999` is a string gonja reads as an integer);
+//   - every value made by a filter, a method, `+`, `~`, a list, tuple or
+//     dict literal or a function call is held to MaxOutput (its whole depth,
+//     so that `{% set l = [l, l] %}` cannot double a structure for ever);
+//   - each answer (every template rendered for one request) has a budget:
+//     MaxTurns turns of loops, counted as each loop starts (so nested loops
+//     multiply against it), and MaxMade bytes of values made.
+//
+// Over a bound, rendering stops with an error (500 TEMPLATE_RENDER_ERROR).
+// gonja's evaluator has no hook for operators or loops, so the parsed tree
+// is rewritten at compile: `a * b` becomes `a | _doppel_times(b)`, and the
+// other checked expressions and every loop's sequence get a checking
+// filter after them.
 
 // MaxRange bounds the items one call of range() yields, as Jinja2's own
 // sandbox does.
 const MaxRange = 100_000
+
+// MaxTurns bounds the turns of every loop of one answer together.
+const MaxTurns = 250_000
+
+// MaxMade bounds the bytes of the values one answer makes.
+const MaxMade = 256 << 20
 
 // maxIndent bounds tojson's indent: the output grows by it on every line.
 const maxIndent = 64
@@ -33,9 +53,38 @@ const maxIndent = 64
 // maxWords bounds the words lipsum writes.
 const maxWords = 100_000
 
-// timesFilter is what `left * right` is rewritten to: the product with its
-// size checked first.
-const timesFilter = "_doppel_times"
+// The filters the rewrite inserts, and the variable that holds an
+// answer's budget.
+const (
+	timesFilter = "_doppel_times"
+	sizeFilter  = "_doppel_size"
+	loopFilter  = "_doppel_loop"
+	budgetName  = "_doppel_budget"
+)
+
+// budget is what one answer has spent. Its fields are unexported, so a
+// template can name the variable but not change it.
+type budget struct {
+	turns, made int
+}
+
+// spend charges turns and bytes to the answer whose variables e sees.
+func spend(e *exec.Evaluator, turns, made int) error {
+	v, _ := e.Environment.Context.Get(budgetName)
+	b, ok := v.(*budget)
+	if !ok {
+		return fmt.Errorf("%s is Doppel's own variable", budgetName)
+	}
+	b.turns += turns
+	b.made += made
+	switch {
+	case b.turns > MaxTurns:
+		return fmt.Errorf("the loops of this answer would turn more than %d times, the bound for one answer", MaxTurns)
+	case b.made > MaxMade:
+		return fmt.Errorf("this answer would make more than %d MiB of values, the bound for one answer", MaxMade>>20)
+	}
+	return nil
+}
 
 func tooBig(what string, size int) error {
 	return fmt.Errorf("%s would make %d bytes or items, over the %d MiB rendering bound", what, size, MaxOutput>>20)
@@ -162,8 +211,8 @@ func widths(format string) int {
 	return total
 }
 
-// boundedFilter checks a filter's result against MaxOutput, and its size
-// beforehand when a sizer knows how.
+// boundedFilter checks a filter's size beforehand when a sizer knows how,
+// and its result against MaxOutput, charging it to the answer.
 func boundedFilter(name string, f exec.FilterFunction) exec.FilterFunction {
 	size := sizers[name]
 	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
@@ -176,16 +225,22 @@ func boundedFilter(name string, f exec.FilterFunction) exec.FilterFunction {
 			}
 		}
 		out := f(e, in, params)
-		if out.IsString() && len(out.String()) > MaxOutput {
-			return exec.AsValue(tooBig(name, len(out.String())))
+		if out.IsString() {
+			n := len(out.String())
+			if n > MaxOutput {
+				return exec.AsValue(tooBig(name, n))
+			}
+			if err := spend(e, 0, n); err != nil {
+				return exec.AsValue(err)
+			}
 		}
 		return out
 	}
 }
 
 // times is `left * right` as gonja computes it, with a string repetition
-// checked first.
-func times(_ *exec.Evaluator, left *exec.Value, params *exec.VarArgs) *exec.Value {
+// checked before it is made.
+func times(e *exec.Evaluator, left *exec.Value, params *exec.VarArgs) *exec.Value {
 	if left.IsError() {
 		return left
 	}
@@ -194,12 +249,13 @@ func times(_ *exec.Evaluator, left *exec.Value, params *exec.VarArgs) *exec.Valu
 	case left.IsFloat() || right.IsFloat():
 		return exec.AsValue(left.Float() * right.Float())
 	case left.IsString():
-		n := right.Integer()
-		if n < 0 {
-			n = 0
-		}
-		if size := product(len(left.String()), n); size > MaxOutput {
+		n := max(right.Integer(), 0)
+		size := product(len(left.String()), n)
+		if size > MaxOutput {
 			return exec.AsValue(tooBig("`*`", size))
+		}
+		if err := spend(e, 0, size); err != nil {
+			return exec.AsValue(err)
 		}
 		return exec.AsValue(strings.Repeat(left.String(), n))
 	default:
@@ -207,6 +263,112 @@ func times(_ *exec.Evaluator, left *exec.Value, params *exec.VarArgs) *exec.Valu
 	}
 }
 
+// sized holds a value just made (by `+`, `~`, a literal or a call) to
+// MaxOutput over its whole depth, and charges it to the answer.
+func sized(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	w, steps := weigh(in.Interface())
+	if w > MaxOutput {
+		return exec.AsValue(tooBig("the value", w))
+	}
+	if err := spend(e, steps/64, w); err != nil {
+		return exec.AsValue(err)
+	}
+	return in
+}
+
+// looped charges a loop's turns to the answer as the loop starts, and
+// hands its sequence on unchanged.
+func looped(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	n := 0
+	switch reflect.ValueOf(in.Interface()).Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map, reflect.String:
+		n = in.Len()
+	}
+	if err := spend(e, n, 0); err != nil {
+		return exec.AsValue(err)
+	}
+	return in
+}
+
+// maxDepth bounds how deeply lists and dicts may nest.
+const maxDepth = 1000
+
+// weigh is about how many bytes v takes when rendered, MaxOutput+1 when
+// more (or when it nests deeper than maxDepth, or holds itself), with
+// steps the work it took. What a list or dict holds counts every time it
+// is reached, as rendering would write it, but each list or dict is
+// weighed once: a structure that holds another twice costs no more to
+// weigh than one that holds it once.
+func weigh(v any) (weight, steps int) {
+	const busy = -1
+	memo := map[[2]uintptr]int{}
+	var w func(x reflect.Value, depth int) int
+	w = func(x reflect.Value, depth int) int {
+		steps++
+		for x.Kind() == reflect.Interface || x.Kind() == reflect.Pointer {
+			if x.IsNil() {
+				return 8
+			}
+			switch p := x.Interface().(type) {
+			case *exec.Value:
+				x = p.Val
+				continue
+			case *exec.Dict: // what dict() makes: weighed as its pairs
+				x = reflect.ValueOf(p.Pairs)
+				continue
+			case *exec.Pair:
+				x = reflect.ValueOf([]*exec.Value{p.Key, p.Value})
+				continue
+			}
+			x = x.Elem()
+		}
+		var key [2]uintptr
+		switch x.Kind() {
+		case reflect.String:
+			return x.Len()
+		case reflect.Slice, reflect.Map:
+			if depth > maxDepth {
+				return MaxOutput + 1
+			}
+			key = [2]uintptr{x.Pointer(), uintptr(x.Len())}
+			switch m, ok := memo[key]; {
+			case ok && m == busy:
+				return MaxOutput + 1 // it holds itself
+			case ok:
+				return m
+			}
+			memo[key] = busy
+		case reflect.Array:
+		default:
+			return 8
+		}
+		total := 2
+		add := func(n int) { total = min(total+n, MaxOutput+1) }
+		if x.Kind() == reflect.Map {
+			for it := x.MapRange(); it.Next() && total <= MaxOutput; {
+				add(w(it.Key(), depth+1) + w(it.Value(), depth+1) + 2)
+			}
+		} else {
+			for i := 0; i < x.Len() && total <= MaxOutput; i++ {
+				add(w(x.Index(i), depth+1) + 1)
+			}
+		}
+		if x.Kind() != reflect.Array {
+			memo[key] = total
+		}
+		return total
+	}
+	return w(reflect.ValueOf(v), 0), steps
+}
+
+// boundedFilters are gonja's filters, each bounded, and the ones the
+// rewrite inserts.
 func boundedFilters() *exec.FilterSet {
 	set := exec.NewFilterSet(map[string]exec.FilterFunction{})
 	set.Update(gonja.DefaultEnvironment.Filters)
@@ -215,6 +377,8 @@ func boundedFilters() *exec.FilterSet {
 		_ = set.Replace(name, boundedFilter(name, f))
 	}
 	_ = set.Register(timesFilter, times)
+	_ = set.Register(sizeFilter, sized)
+	_ = set.Register(loopFilter, looped)
 	return set
 }
 
@@ -274,14 +438,7 @@ func boundedStringMethods(from *exec.MethodSet[string]) *exec.MethodSet[string] 
 // and lipsum bounded.
 func boundedGlobals() *exec.Context {
 	globals := exec.EmptyContext().Update(gonja.DefaultEnvironment.Context)
-	rangeFn, _ := gonja.DefaultEnvironment.Context.Get("range")
-	original := rangeFn.(func(*exec.Evaluator, *exec.VarArgs) (<-chan int, error))
-	globals.Set("range", func(e *exec.Evaluator, params *exec.VarArgs) (<-chan int, error) {
-		if n := rangeLength(params); n > MaxRange {
-			return nil, fmt.Errorf("range() would yield %d items, over the bound of %d", n, MaxRange)
-		}
-		return original(e, params)
-	})
+	globals.Set("range", rangeList)
 	lipsumFn, _ := gonja.DefaultEnvironment.Context.Get("lipsum")
 	lipsum := lipsumFn.(func(*exec.Evaluator, *exec.VarArgs) *exec.Value)
 	globals.Set("lipsum", func(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
@@ -301,13 +458,17 @@ func boundedGlobals() *exec.Context {
 	return globals
 }
 
-// rangeLength is how many items range(params) yields; 0 when the
-// arguments are not integers (range itself reports that).
-func rangeLength(params *exec.VarArgs) int {
+// rangeList is Python's range(), as a list: gonja's own yields its items
+// from a goroutine, which stays blocked for ever when the loop reading it
+// stops early (a `break`, an error), and as a list `loop.length` and
+// `| length` see its items. At most MaxRange items, charged to the
+// answer's turns.
+func rangeList(e *exec.Evaluator, params *exec.VarArgs) ([]int, error) {
 	ints := make([]int, len(params.Args))
 	for i, a := range params.Args {
 		if !a.IsInteger() {
-			return 0
+			ints = nil
+			break
 		}
 		ints[i] = a.Integer()
 	}
@@ -320,26 +481,37 @@ func rangeLength(params *exec.VarArgs) int {
 	case 3:
 		start, stop, step = ints[0], ints[1], ints[2]
 	default:
-		return 0
+		return nil, exec.ErrInvalidCall(fmt.Errorf("expected signature is [start, ]stop[, step] where all arguments are integers"))
 	}
+	if step == 0 {
+		return nil, exec.ErrInvalidCall(fmt.Errorf("step cannot be 0"))
+	}
+	n := 0
 	switch {
 	case step > 0 && stop > start:
-		return int((uint64(stop-start) + uint64(step) - 1) / uint64(step))
+		n = int((uint64(stop-start) + uint64(step) - 1) / uint64(step))
 	case step < 0 && start > stop:
-		return int((uint64(start-stop) + uint64(-step) - 1) / uint64(-step))
+		n = int((uint64(start-stop) + uint64(-step) - 1) / uint64(-step))
 	}
-	return 0
+	if n > MaxRange {
+		return nil, fmt.Errorf("range() would yield %d items, over the bound of %d", n, MaxRange)
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = start + i*step
+	}
+	return out, nil
 }
 
-// boundRepetitions rewrites every `left * right` of the template into
-// `left | _doppel_times(right)`, which checks the size of a string
-// repetition before making it. gonja's evaluator has no hook for
-// operators, so the parsed tree is changed instead: the rewrite reaches
-// every expression held in an exported field of a node (outputs,
-// conditions, loops, filter and call arguments, `do`), not those gonja's
-// `set`, `with` and `{% filter %}` keep in unexported fields.
-func boundRepetitions(root *nodes.Template) {
+// bound rewrites the parsed template so that rendering it is bounded (see
+// the top of this file). It reaches every expression of the tree,
+// including those gonja's `set`, `with` and `{% filter %}` keep in
+// unexported fields: reflect cannot set those, so the slot is reopened at
+// its own address and type (reflect.NewAt), which changes nothing but
+// which node the slot holds.
+func bound(root *nodes.Template) {
 	seen := map[uintptr]bool{}
+	done := map[nodes.Node]nodes.Node{}
 	var walk func(v reflect.Value)
 	walk = func(v reflect.Value) {
 		switch v.Kind() {
@@ -353,47 +525,77 @@ func boundRepetitions(root *nodes.Template) {
 			if v.IsNil() {
 				return
 			}
-			if b, ok := v.Interface().(*nodes.BinaryExpression); ok && b.Operator.Token.Type == tokens.Multiply && v.CanSet() {
-				walk(reflect.ValueOf(b))
-				v.Set(reflect.ValueOf(rewriteTimes(b)))
+			n, ok := v.Interface().(nodes.Node)
+			if !ok {
+				walk(v.Elem())
+				return
+			}
+			if w, ok := done[n]; ok {
+				v.Set(reflect.ValueOf(w))
 				return
 			}
 			walk(v.Elem())
+			if w := checked(n); w != n && reflect.TypeOf(w).AssignableTo(v.Type()) {
+				done[n] = w
+				v.Set(reflect.ValueOf(w))
+			}
 		case reflect.Struct:
 			for i := range v.NumField() {
-				if v.Type().Field(i).IsExported() {
-					walk(v.Field(i))
+				f := v.Field(i)
+				if !f.CanSet() && f.CanAddr() {
+					f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
 				}
+				walk(f)
+			}
+			if !v.CanAddr() {
+				return
+			}
+			if fcs, ok := v.Addr().Interface().(*controlStructures.ForControlStructure); ok {
+				fcs.ObjectEvaluator = withFilter(fcs.ObjectEvaluator, loopFilter, nil, fcs.ObjectEvaluator.Position())
 			}
 		case reflect.Slice, reflect.Array:
 			for i := range v.Len() {
 				walk(v.Index(i))
 			}
 		case reflect.Map:
-			for _, k := range v.MapKeys() {
-				e := v.MapIndex(k)
-				if e.Kind() == reflect.Interface && !e.IsNil() {
-					if b, ok := e.Interface().(*nodes.BinaryExpression); ok && b.Operator.Token.Type == tokens.Multiply {
-						walk(reflect.ValueOf(b))
-						v.SetMapIndex(k, reflect.ValueOf(rewriteTimes(b)))
-						continue
-					}
+			for it := v.MapRange(); it.Next(); {
+				k, e := it.Key(), it.Value()
+				n, ok := e.Interface().(nodes.Node)
+				if !ok || e.Kind() != reflect.Interface {
+					walk(e)
+					continue
 				}
-				walk(e)
+				walk(reflect.ValueOf(n))
+				if w := checked(n); w != n {
+					v.SetMapIndex(k, reflect.ValueOf(w))
+				}
 			}
 		}
 	}
 	walk(reflect.ValueOf(root))
 }
 
-func rewriteTimes(b *nodes.BinaryExpression) nodes.Expression {
-	return &nodes.FilteredExpression{
-		Expression: b.Left,
-		Filters: []*nodes.FilterCall{{
-			Token:  b.Operator.Token,
-			Name:   timesFilter,
-			Args:   []nodes.Expression{b.Right},
-			Kwargs: map[string]nodes.Expression{},
-		}},
+// checked is n with its check, or n itself when it needs none.
+func checked(n nodes.Node) nodes.Node {
+	switch x := n.(type) {
+	case *nodes.BinaryExpression:
+		switch x.Operator.Token.Type {
+		case tokens.Multiply:
+			return withFilter(x.Left, timesFilter, x.Right, x.Operator.Token)
+		case tokens.Addition, tokens.Tilde:
+			return withFilter(x, sizeFilter, nil, x.Operator.Token)
+		}
+	case *nodes.List, *nodes.Tuple, *nodes.Dict, *nodes.Call:
+		e := x.(nodes.Expression)
+		return withFilter(e, sizeFilter, nil, e.Position())
 	}
+	return n
+}
+
+func withFilter(e nodes.Expression, filter string, arg nodes.Expression, at *tokens.Token) *nodes.FilteredExpression {
+	call := &nodes.FilterCall{Token: at, Name: filter, Kwargs: map[string]nodes.Expression{}}
+	if arg != nil {
+		call.Args = []nodes.Expression{arg}
+	}
+	return &nodes.FilteredExpression{Expression: e, Filters: []*nodes.FilterCall{call}}
 }

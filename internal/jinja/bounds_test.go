@@ -1,8 +1,10 @@
 package jinja
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nikolalohinski/gonja/v2"
 )
@@ -53,10 +55,31 @@ func TestSizesAreBoundedBeforeAllocation(t *testing.T) {
 		`{{ dict(a="x" * n) }}`,
 		`{% do items.append("x" * n) %}`,
 		`{{ ("<" * 4000000) | forceescape | forceescape }}`,
+		// where gonja keeps the expression in an unexported field
+		`{% set x = "x" * n %}`,
+		`{% with x = "x" * n %}{% endwith %}`,
+		`{% filter center(n) %}x{% endfilter %}`,
+		`{% filter replace("x", "y" * n) %}x{% endfilter %}`,
+		`{% set x = "x" * n if true else "" %}`,
+		// values grown on each turn of a loop
+		`{% set ns = namespace(s="ab") %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}`,
+		`{% set ns = namespace(s="ab") %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}`,
+		`{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}`,
+		`{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = [ns.l, ns.l] %}{% endfor %}{{ ns.l }}`,
+		`{% set ns = namespace(d={}) %}{% for i in range(64) %}{% set ns.d = dict(a=ns.d, b=ns.d) %}{% endfor %}{{ ns.d }}`,
+		// turns: nested loops multiply
+		`{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}`,
+		`{% for a in range(2000) %}{% for b in items %}{% for c in range(1000) %}{% endfor %}{% endfor %}{% endfor %}`,
+		// made: many large values, each under the bound
+		`{% for i in range(100) %}{% set x = "x" * 16000000 %}{% endfor %}`,
 	} {
+		began := time.Now()
 		out, err := render(t, src)
 		if err == nil || !strings.Contains(err.Error(), "bound") {
 			t.Errorf("%s: rendered %d bytes, err %v", src, len(out), err)
+		}
+		if d := time.Since(began); d > 500*time.Millisecond {
+			t.Logf("%s: %v", src, d)
 		}
 	}
 }
@@ -92,11 +115,12 @@ func TestBoundsKeepOrdinaryResults(t *testing.T) {
 	}
 }
 
-// An operand of `*` that fails is still reported by its name.
+// An operand of a checked expression that fails is still reported by
+// its name, and the message does not show the checks the user never wrote.
 func TestRepetitionErrorsNameTheOperand(t *testing.T) {
-	for _, src := range []string{`{{ missing * 2 }}`, `{{ 2 * missing }}`} {
+	for _, src := range []string{`{{ missing * 2 }}`, `{{ 2 * missing }}`, `{{ s ~ missing }}`, `{% for i in missing %}{% endfor %}`} {
 		_, err := render(t, src)
-		if err == nil || !strings.Contains(err.Error(), `"missing"`) {
+		if err == nil || !strings.Contains(err.Error(), `"missing"`) || strings.Contains(err.Error(), "_doppel_") {
 			t.Errorf("%s: %v", src, err)
 		}
 	}
@@ -123,5 +147,32 @@ func TestEveryFilterAndMethodIsKept(t *testing.T) {
 	}
 	if _, err := render(t, `{{ "a".format_map({}) }} {{ s.encode() }}`); err != nil {
 		t.Error(err)
+	}
+}
+
+// The budget cannot be taken over by a template: a variable of the same
+// name hides it, and rendering then stops rather than going unbounded.
+func TestBudgetCannotBeReplaced(t *testing.T) {
+	for _, src := range []string{
+		`{% set _doppel_budget = 1 %}{% for i in range(3) %}{% endfor %}`,
+		`{% for _doppel_budget in [1] %}{{ "x" * 2 }}{% endfor %}`,
+	} {
+		if _, err := render(t, src); err == nil || !strings.Contains(err.Error(), "Doppel's own") {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+}
+
+// A loop that stops early leaves nothing running: range() is a list, not
+// gonja's goroutine-fed channel.
+func TestStoppedLoopsLeaveNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 200 {
+		render(t, `{% for i in range(1000) %}{% if i > 2 %}{% break %}{% endif %}{% endfor %}`)
+		render(t, `{% for i in range(1000) %}{{ missing }}{% endfor %}`)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if after := runtime.NumGoroutine(); after > before+5 {
+		t.Fatalf("goroutines %d before, %d after 400 stopped loops", before, after)
 	}
 }

@@ -102,7 +102,7 @@ func Compile(source string) (_ *Template, err error) {
 		}
 		return nil, fmt.Errorf("%s", msg)
 	}
-	boundRepetitions(t.Root())
+	bound(t.Root())
 	tpl := &Template{t: t, loader: loader, hint: len(source) + len(source)/2 + 16}
 	tpl.names, tpl.mutates, tpl.multiplies = scan(source)
 	_, tpl.self = tpl.names["self"]
@@ -166,11 +166,16 @@ func (t *Template) Mentions(name string) bool {
 // shared by every template rendered for it, on top of the environment's
 // global functions.
 type Vars struct {
-	ctx *exec.Context
+	ctx   *exec.Context
+	spent budget // by every template rendered with these variables
 }
 
-// NewVars starts an empty set of variables.
-func NewVars() *Vars { return &Vars{ctx: Environment.Context.Inherit()} }
+// NewVars starts an empty set of variables, with a fresh budget.
+func NewVars() *Vars {
+	v := &Vars{ctx: Environment.Context.Inherit()}
+	v.ctx.Set(budgetName, &v.spent)
+	return v
+}
 
 // Set binds name; a later Set of the same name wins.
 func (v *Vars) Set(name string, value any) { v.ctx.Set(name, value) }
@@ -252,10 +257,15 @@ func (x *execution) run() (err error) {
 		}
 	}()
 	if err := x.r.Execute(); err != nil {
-		return fmt.Errorf("unable to execute template: %w", err)
+		return fmt.Errorf("unable to execute template: %s", ownFilters.ReplaceAllString(err.Error(), ""))
 	}
 	return nil
 }
+
+// ownFilters matches how gonja reports a failure inside one of the filters
+// the bounds insert (bounds.go): the user never wrote them, so the message
+// goes straight to what failed.
+var ownFilters = regexp.MustCompile(`unable to evaluate filter &\{<Token\[\w+\] Val='.*?' Pos=\d+ Line=\d+ Col=\d+> _doppel_\w+ \[.*?\] map\[\]\}: (?:invalid call to filter '_doppel_\w+': )?`)
 
 // bounded refuses to write past its limit.
 type bounded struct {
