@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test lint schema fuzz clean bench
+.PHONY: all build test lint schema fuzz clean bench dashboard-test screenshots
 
 all: lint test build
 
@@ -19,6 +19,15 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# The dashboard in headless Chromium against the binary (part of `make test`
+# too; skipped without Chromium unless CI is set). screenshots rewrites
+# docs/dashboard/*.png.
+dashboard-test:
+	$(GO) test -count=1 -run 'Dashboard' ./cmd/doppel ./internal/admin ./web
+
+screenshots:
+	DOPPEL_SCREENSHOTS=1 $(GO) test -count=1 -run TestDashboardInABrowser ./cmd/doppel
 
 # Regenerate the checked-in JSON Schema after changing the document model.
 schema:

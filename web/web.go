@@ -17,6 +17,22 @@ import (
 //go:embed swagger-ui/LICENSE swagger-ui/NOTICE swagger-ui/swagger-ui-bundle.js.LICENSE.txt
 var swaggerUI embed.FS
 
+// The dashboard: Doppel's own page, styles and modules, and the one
+// library it vendors (see dashboard/README.md). No build step: these are
+// the files the browser runs.
+//
+//go:embed dashboard/index.html dashboard/*.css dashboard/*.js dashboard/*.LICENSE.txt
+var dashboard embed.FS
+
+// Dashboard is the admin listener's browser UI, its files at the root.
+func Dashboard() fs.FS {
+	sub, err := fs.Sub(dashboard, "dashboard")
+	if err != nil {
+		panic(err) // a fixed, valid directory name: cannot fail
+	}
+	return sub
+}
+
 // SwaggerUI is Swagger UI (see swagger-ui/README.md) with Doppel's own
 // page and initializer, its files at the root.
 func SwaggerUI() fs.FS {

@@ -6,34 +6,68 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 )
 
 // The vendored files are the package's, byte for byte, and the README
-// says which version and checksums they are.
+// beside them says which version and checksums they are.
 func TestVendoredFilesMatchTheReadme(t *testing.T) {
-	readme, err := os.ReadFile("swagger-ui/README.md")
+	for _, c := range []struct {
+		dir   string
+		files fs.FS
+		least int
+		own   []string
+	}{
+		{"swagger-ui", SwaggerUI(), 5, []string{"index.html", "index.css", "swagger-initializer.js"}},
+		{"dashboard", Dashboard(), 2, []string{"index.html", "app.css", "app.js", "api.js", "form.js", "proxy.js"}},
+	} {
+		readme, err := os.ReadFile(c.dir + "/README.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := regexp.MustCompile("(?m)^\\| `([^`]+)` \\| `([0-9a-f]{64})` \\|$").FindAllStringSubmatch(string(readme), -1)
+		if len(rows) < c.least {
+			t.Fatalf("%s/README.md lists %d checksums", c.dir, len(rows))
+		}
+		for _, row := range rows {
+			body, err := fs.ReadFile(c.files, row[1])
+			if err != nil {
+				t.Errorf("%s/%s is listed but not embedded: %v", c.dir, row[1], err)
+				continue
+			}
+			sum := sha256.Sum256(body)
+			if hex.EncodeToString(sum[:]) != row[2] {
+				t.Errorf("%s/%s differs from the README's checksum: update both together", c.dir, row[1])
+			}
+		}
+		for _, own := range c.own {
+			if _, err := fs.Stat(c.files, own); err != nil {
+				t.Errorf("%s/%s: %v", c.dir, own, err)
+			}
+		}
+	}
+}
+
+// The dashboard runs under a Content-Security-Policy without
+// 'unsafe-inline' and shows data only as text: no inline script or style
+// in the page, no style attribute or handler, and no innerHTML anywhere.
+func TestDashboardHasNothingInline(t *testing.T) {
+	page, err := fs.ReadFile(Dashboard(), "index.html")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := regexp.MustCompile("(?m)^\\| `([^`]+)` \\| `([0-9a-f]{64})` \\|$").FindAllStringSubmatch(string(readme), -1)
-	if len(rows) < 5 {
-		t.Fatalf("the README lists %d checksums", len(rows))
+	if strings.Contains(string(page), "<style") || regexp.MustCompile(`<script(?:\s[^>]*)?>\s*[^<\s]`).Match(page) ||
+		regexp.MustCompile(`\s(?:style|on[a-z]+)=`).Match(page) {
+		t.Errorf("index.html has inline script or style")
 	}
-	for _, row := range rows {
-		body, err := fs.ReadFile(SwaggerUI(), row[1])
+	for _, f := range []string{"app.js", "api.js", "form.js", "proxy.js"} {
+		src, err := fs.ReadFile(Dashboard(), f)
 		if err != nil {
-			t.Errorf("%s is listed but not embedded: %v", row[1], err)
-			continue
+			t.Fatal(err)
 		}
-		sum := sha256.Sum256(body)
-		if hex.EncodeToString(sum[:]) != row[2] {
-			t.Errorf("%s differs from the README's checksum: update both together", row[1])
-		}
-	}
-	for _, own := range []string{"index.html", "index.css", "swagger-initializer.js"} {
-		if _, err := fs.Stat(SwaggerUI(), own); err != nil {
-			t.Errorf("%s: %v", own, err)
+		if m := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|\.style\.|setAttribute\(['"]style|eval\(|new Function`).Find(src); m != nil {
+			t.Errorf("%s uses %s: data must go through textContent and DOM APIs, styles through classes", f, m)
 		}
 	}
 }

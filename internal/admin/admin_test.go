@@ -116,7 +116,7 @@ func expectCode(t *testing.T, a answer, status int, code string) {
 func TestRoutingAndEnvelopes(t *testing.T) {
 	e := newEnv(t, baseDoc, nil)
 	expectCode(t, e.call(t, "GET", "/api/v1/nothing", adminToken, ""), 404, "NOT_FOUND")
-	expectCode(t, e.call(t, "GET", "/elsewhere", adminToken, ""), 404, "NOT_FOUND")
+	expectCode(t, e.call(t, "POST", "/elsewhere", adminToken, ""), 404, "NOT_FOUND")
 	a := e.call(t, "PATCH", "/api/v1/proxies/zeta", adminToken, "")
 	expectCode(t, a, 405, "METHOD_NOT_ALLOWED")
 	if a.header.Get("Allow") != "GET, PUT, DELETE, HEAD" {

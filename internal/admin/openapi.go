@@ -64,6 +64,7 @@ const (
 	tagTemplates = "templates"
 	tagConfig    = "configuration"
 	tagDocs      = "documentation"
+	tagDashboard = "dashboard"
 )
 
 var tags = []struct{ name, about string }{
@@ -71,6 +72,7 @@ var tags = []struct{ name, about string }{
 	{tagTemplates, "The files a proxy's mocks name in `response.template`."},
 	{tagConfig, "The running configuration as a whole, and what the caller may do."},
 	{tagDocs, "This document and a browser UI over it. Outside `/api/`; no token needed."},
+	{tagDashboard, "The browser dashboard, a client of the API above with the same token rules. Absent with `admin.dashboard: false`."},
 }
 
 // codeMeaning says when the admin API answers a code; every code a route
@@ -95,6 +97,9 @@ var pathParams = map[string]func() map[string]any{
 	},
 	"file": func() map[string]any {
 		return map[string]any{"description": "The template file's name; checked after percent-decoding.", "schema": ref("TemplateName")}
+	},
+	"resource": func() map[string]any {
+		return map[string]any{"description": "A file of the dashboard.", "schema": map[string]any{"type": "string", "enum": dashboardFiles()}}
 	},
 	"asset": func() map[string]any {
 		return map[string]any{"description": "A file of the page.", "schema": map[string]any{"type": "string", "enum": assetNames()}}
@@ -126,7 +131,9 @@ func openAPIDocument(routes []route, header string) map[string]any {
 	}
 	var tagList []any
 	for _, t := range tags {
-		tagList = append(tagList, map[string]any{"name": t.name, "description": t.about})
+		if slices.ContainsFunc(routes, func(rt route) bool { return rt.api.tag == t.name }) {
+			tagList = append(tagList, map[string]any{"name": t.name, "description": t.about})
+		}
 	}
 	paths := map[string]any{}
 	for _, rt := range routes {

@@ -77,7 +77,7 @@ func TestDocumentAndRoutesAgree(t *testing.T) {
 	// Every documented operation is served: a real request reaches its
 	// handler (never the mux's 404 or 405) and answers a status the
 	// document lists for it.
-	sample := map[string]string{"name": "zeta", "file": "answer.json.j2", "asset": "swagger-ui.css"}
+	sample := map[string]string{"name": "zeta", "file": "answer.json.j2", "asset": "swagger-ui.css", "resource": "app.js"}
 	param := regexp.MustCompile(`\{([a-z]+)\}`)
 	for path := range doc["paths"].(map[string]any) {
 		concrete := param.ReplaceAllStringFunc(path, func(m string) string { return sample[m[1:len(m)-1]] })
@@ -120,9 +120,14 @@ func TestDocumentAndRoutesAgree(t *testing.T) {
 		}
 	}
 
-	// Unknown paths stay the 404 envelope, next to the new ones too.
-	for _, p := range []string{"/api/v1/nothing", "/openapi.json/more", "/openapi", "/swagger-ui/a/b", "/swagger-uix", "/swagger-ui/nothing.js", "/elsewhere"} {
+	// Unknown paths under the API and the pages' files stay the 404
+	// envelope; any other GET is the dashboard (dashboard_test.go), and
+	// no other method is.
+	for _, p := range []string{"/api/v1/nothing", "/api", "/swagger-ui/a/b", "/swagger-ui/nothing.js", "/static/nothing.js", "/static/a/b"} {
 		expectCode(t, e.call(t, "GET", p, "", ""), 404, "NOT_FOUND")
+	}
+	for _, p := range []string{"/openapi.json/more", "/openapi", "/swagger-uix", "/elsewhere"} {
+		expectCode(t, e.call(t, "POST", p, "", ""), 404, "NOT_FOUND")
 	}
 	expectCode(t, e.call(t, "POST", "/openapi.json", "", ""), 405, "METHOD_NOT_ALLOWED")
 }
@@ -131,7 +136,7 @@ func TestDocumentAndRoutesAgree(t *testing.T) {
 // to what its handler asks: a token granted only that action may call it,
 // and no other route that needs an action.
 func TestDocumentedActionsAreEnforced(t *testing.T) {
-	sample := map[string]string{"name": "nowhere", "file": "answer.json.j2", "asset": "swagger-ui.css"}
+	sample := map[string]string{"name": "nowhere", "file": "answer.json.j2", "asset": "swagger-ui.css", "resource": "app.js"}
 	param := regexp.MustCompile(`\{([a-z]+)\}`)
 	for _, act := range actions {
 		doc := strings.Replace(baseDoc, "    list: [admin, user]\n    read: [admin, user]\n", "    "+string(act)+": [user]\n", 1)

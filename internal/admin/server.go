@@ -31,6 +31,11 @@ type Server struct {
 	log     *telemetry.Logger
 	started time.Time
 	handler http.Handler
+
+	// dashboard and title are admin.dashboard and admin.title at start:
+	// listener settings, which a reload does not change (SPEC §9.8).
+	dashboard bool
+	title     string
 }
 
 // New builds the admin API over the controller; env are the tokens of
@@ -40,6 +45,12 @@ func New(ctl *runtime.Controller, env []Token, log *telemetry.Logger) *Server {
 		log = telemetry.Nop()
 	}
 	s := &Server{ctl: ctl, env: env, log: log, started: time.Now()}
+	a := ctl.Holder().Load().Document.Admin
+	s.dashboard = a.Dashboard == nil || *a.Dashboard
+	s.title = string(a.Title)
+	if s.title == "" {
+		s.title = string(config.DefaultTitle)
+	}
 	s.handler = s.routes()
 	return s
 }
@@ -87,7 +98,7 @@ func (s *Server) routeTable() []route {
 		ok:    []reply{{status: 204, means: "stored; the next request of a mock naming it uses it"}},
 		codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.TemplateNotDeclared, apierr.UploadTooLarge, apierr.StoreError},
 	}
-	return []route{
+	return append([]route{
 		{"GET", "/api/v1/proxies", s.listProxies, api{
 			tag: tagProxies, summary: "List the proxies in force", action: ActList,
 			ok:    []reply{{status: 200, means: "every proxy in the order they are tried, each with its revision", schema: "ProxyList"}},
@@ -177,15 +188,20 @@ func (s *Server) routeTable() []route {
 			},
 			codes: []apierr.Code{apierr.NotFound},
 		}},
-	}
+	}, s.dashboardRoutes()...)
 }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	allow := map[string][]string{}
 	var patterns []string
+	var page http.HandlerFunc
 	for _, rt := range s.routeTable() {
 		p := routed(rt.pattern)
+		if p == "/" {
+			page = rt.handle // the dashboard: the fallback below serves it
+			continue
+		}
 		mux.HandleFunc(rt.method+" "+p, rt.handle)
 		if _, seen := allow[p]; !seen {
 			patterns = append(patterns, p)
@@ -203,8 +219,20 @@ func (s *Server) routes() http.Handler {
 			apierr.Write(w, apierr.MethodNotAllowed, r.Method+" is not allowed here; allowed: "+header)
 		})
 	}
+	// Whatever no route took. With the dashboard, every other GET is the
+	// page (a client route, reloaded; the page itself refuses /api/ and
+	// /static/). Another method is never answered with the page: the root
+	// is a known path (405), anything else is not (404).
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		apierr.Write(w, apierr.NotFound, "no such path: "+r.URL.Path)
+		switch {
+		case page != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			page(w, r)
+		case page != nil && r.URL.Path == "/":
+			w.Header().Set("Allow", "GET, HEAD")
+			apierr.Write(w, apierr.MethodNotAllowed, r.Method+" is not allowed here; allowed: GET, HEAD")
+		default:
+			apierr.Write(w, apierr.NotFound, "no such path: "+r.URL.Path)
+		}
 	})
 	return mux
 }

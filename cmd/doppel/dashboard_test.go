@@ -1,0 +1,486 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The dashboard in a real headless Chromium against the real binary.
+// Without Chromium the test skips, except under CI (the variable CI set),
+// where it fails: CI installs it (.ci/run). DOPPEL_SCREENSHOTS=1 writes a
+// picture of each page to docs/dashboard/.
+
+const dashboardToken = "d0d0d0d0-1111-4111-8111-d0d0d0d0d0d0"
+
+// chromium finds the browser: $CHROMIUM, else the usual names.
+func chromium(t *testing.T) string {
+	t.Helper()
+	candidates := []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("Chromium is not installed, and CI is set: the dashboard tests must run here (apt-get install chromium)")
+	}
+	t.Skip("Chromium is not installed: the dashboard's browser tests are skipped (apt-get install chromium to run them)")
+	return ""
+}
+
+// dashboardDoc lets anyone list and read, and only the admin token write.
+func dashboardDoc(dir string, serverPort, adminPort int) string {
+	return fmt.Sprintf(`server: {host: 127.0.0.1, port: %d}
+admin:
+  host: 127.0.0.1
+  port: %d
+  title: "Doppel <staging>"
+  tokens:
+    - {name: root, group: admin, token: %s}
+  access:
+    list: public
+    read: public
+templates:
+  dir: %s
+control:
+  socket: %s
+proxies:
+  - name: zeta
+    type: http
+    url: http://127.0.0.1:9001
+    loss: {percentage: 0.1, status: 503}
+    mocks:
+      - {name: from-file, request: {method: GET, url: "^/f$"}, response: {status: 200, template: answer.json.j2}}
+      - name: hello
+        request: {method: GET, url: "^/hello/(?P<who>[a-z]+)$"}
+        response: {status: 200, json: '{"hello": "{{ who }}"}', headers: {X-Mocked: "yes"}}
+  - name: alpha
+    type: http
+    url: https://user:secret@api.example.com/v2/
+    resolve: {type: header, header: X-Backend}
+    latency: {percentage: 0.25, min: 0.1, max: 0.5}
+`, serverPort, adminPort, dashboardToken, strconv.Quote(filepath.Join(dir, "templates")), strconv.Quote(filepath.Join(dir, "doppel.sock")))
+}
+
+// adminCall is one request to the admin API with the admin token.
+func adminCall(t *testing.T, base, method, path, body string, header ...string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+	req.Header.Set("X-Proxy-Authorization", "Bearer "+dashboardToken)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return res.StatusCode, out
+}
+
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	shot string // where screenshots go; "" for none
+}
+
+// do runs the actions with a deadline, failing the test with what.
+func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("%s: %v\npage: %s", what, err, b.text())
+	}
+}
+
+// wait polls a JavaScript condition until it holds.
+func (b *browser) wait(what, expr string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+expr+")", chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		b.t.Fatalf("waiting for %s: %v\npage: %s", what, err, b.text())
+	}
+}
+
+// eval runs JavaScript in the page and returns its value.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// text is what the page shows, for failure messages.
+func (b *browser) text() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	defer cancel()
+	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string]("location.pathname + '\\n' + document.body.innerText"))
+	return s
+}
+
+func (b *browser) open(path string) {
+	b.t.Helper()
+	b.do("opening "+path, chromedp.Navigate(b.base+path))
+}
+
+// set types a value into the field at selector as a user would: the
+// field's own input event runs its check.
+func (b *browser) set(selector, value string) {
+	b.t.Helper()
+	sel, _ := json.Marshal(selector)
+	val, _ := json.Marshal(value)
+	ok := eval[bool](b, `(() => { const e = document.querySelector(`+string(sel)+`); if (!e) return false;
+		e.focus(); e.value = `+string(val)+`; e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true})); return true; })()`)
+	if !ok {
+		b.t.Fatalf("no field %s\npage: %s", selector, b.text())
+	}
+}
+
+func (b *browser) click(selector string) {
+	b.t.Helper()
+	b.do("clicking "+selector, chromedp.WaitVisible(chromedp.CSS(selector)), chromedp.Click(chromedp.CSS(selector)))
+}
+
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	if b.shot == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	// Two frames: what the last step changed is painted.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))", chromedp.EvalAwaitPromise)); err != nil {
+		b.t.Fatal(err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.shot, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func TestDashboardInABrowser(t *testing.T) {
+	exe := chromium(t)
+	dir := t.TempDir()
+	ports := freePorts(t, 2)
+	cfg := writeFile(t, dir, "main.yaml", dashboardDoc(dir, ports[0], ports[1]))
+	p := startProc(t, invocation{args: []string{"serve", "--config", cfg}})
+	p.waitServing()
+	base := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	waitListening(t, p, "127.0.0.1:"+strconv.Itoa(ports[1]))
+	if status, _ := adminCall(t, base, "PUT", "/api/v1/proxies/zeta/templates/answer.json.j2", `{"answer": 42}`); status != 204 {
+		t.Fatalf("uploading the template: %d", status)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.WindowSize(1280, 860),
+		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	// The first run starts the browser, tied to the context it is given:
+	// the long-lived one, not a step's deadline.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	b := &browser{t: t, ctx: ctx, base: base}
+	if os.Getenv("DOPPEL_SCREENSHOTS") != "" {
+		b.shot = repoPath(t, "docs/dashboard")
+		if err := os.MkdirAll(b.shot, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Light theme whatever the host prefers; the dark one is asked for below.
+	b.do("starting the browser", chromedp.Navigate(base+"/robots.txt"))
+	eval[bool](b, "localStorage.setItem('doppel.theme', 'light'), true")
+
+	t.Run("anonymous read-only view", func(t *testing.T) {
+		b.t = t
+		b.open("/")
+		// Writes need a token: the page asks for one, and can go on without.
+		b.wait("the token dialog", "document.getElementById('token-dialog').open")
+		b.screenshot("token-dialog")
+		b.click("#token-anonymous")
+		b.wait("the list", "document.querySelectorAll('#proxies tbody tr').length === 2")
+		rows := eval[[]string](b, "[...document.querySelectorAll('#proxies tbody tr')].map((r) => r.dataset.proxy)")
+		if strings.Join(rows, ",") != "zeta,alpha" {
+			t.Errorf("rows: %v", rows)
+		}
+		if eval[string](b, "document.getElementById('caller').textContent") != "No token" {
+			t.Error("the caller is not shown as anonymous")
+		}
+		// What the server would refuse is disabled, with the reason.
+		newTitle := eval[string](b, "(() => { const e = document.getElementById('new-proxy'); return e.disabled ? e.title : ''; })()")
+		if !strings.Contains(newTitle, "Needs a token") {
+			t.Errorf("New proxy is not disabled with a reason: %q", newTitle)
+		}
+		if n := eval[int](b, "[...document.querySelectorAll('#proxies button.danger')].filter((e) => e.disabled && e.title).length"); n != 2 {
+			t.Errorf("%d delete buttons disabled with a reason, want 2", n)
+		}
+		// The upstream is shown without its credentials.
+		if s := eval[string](b, "document.querySelector('tr[data-proxy=alpha]').textContent"); strings.Contains(s, "secret") || !strings.Contains(s, "api.example.com") ||
+			!strings.Contains(s, "header X-Backend") || !strings.Contains(s, "latency 25%") {
+			t.Errorf("alpha's row: %q", s)
+		}
+		if s := eval[string](b, "document.querySelector('tr[data-proxy=zeta]').textContent"); !strings.Contains(s, "loss 10% → 503") || !strings.Contains(s, "default") {
+			t.Errorf("zeta's row: %q", s)
+		}
+		b.click("tr[data-proxy=zeta] a")
+		b.wait("the form", "document.querySelector('[data-path=\"url\"]')")
+		if !eval[bool](b, "document.getElementById('save').disabled && document.querySelector('[data-path=\"url\"]').matches(':disabled')") {
+			t.Error("an anonymous caller can edit")
+		}
+	})
+
+	t.Run("token", func(t *testing.T) {
+		b.t = t
+		b.click("#token-open")
+		b.do("typing a wrong token", chromedp.SendKeys(chromedp.CSS("#token-input"), "ffffffff-0000-4000-8000-ffffffffffff"), chromedp.Click(chromedp.CSS("#token-use")))
+		b.wait("the refusal", "document.getElementById('token-error').textContent.includes('does not know')")
+		b.set("#token-input", "")
+		b.do("typing the token", chromedp.SendKeys(chromedp.CSS("#token-input"), dashboardToken), chromedp.Click(chromedp.CSS("#token-use")))
+		b.wait("signed in", "document.getElementById('caller').textContent === 'Token root (admin)'")
+		left := eval[float64](b, "JSON.parse(localStorage.getItem('doppel.token')).expires - Date.now()")
+		if left < 59*60*1000 || left > 60*60*1000 {
+			t.Errorf("the token is kept for %v ms, want one hour", left)
+		}
+		// An expired token is forgotten.
+		eval[bool](b, "localStorage.setItem('doppel.token', JSON.stringify({value: 'x', expires: Date.now() - 1})), true")
+		b.open("/")
+		b.wait("the expired token forgotten", "document.getElementById('caller').textContent === 'No token' && localStorage.getItem('doppel.token') === null")
+		eval[bool](b, "localStorage.setItem('doppel.token', JSON.stringify({value: '"+dashboardToken+"', expires: Date.now() + 3600000})), true")
+		b.open("/")
+		b.wait("signed in again", "document.getElementById('caller').textContent === 'Token root (admin)'")
+		if strings.Contains(p.stdout()+p.stderr.String(), dashboardToken) {
+			t.Error("the token reached the log")
+		}
+	})
+
+	t.Run("list", func(t *testing.T) {
+		b.t = t
+		b.open("/")
+		b.wait("the list", "document.querySelectorAll('#proxies tbody tr').length === 2 && !document.getElementById('new-proxy').disabled")
+		if s := eval[string](b, "document.querySelector('tr[data-proxy=zeta] td.num').textContent"); s != "2" {
+			t.Errorf("zeta's mock count: %q", s)
+		}
+		if s := eval[string](b, "document.title + '|' + document.getElementById('brand').textContent"); s != "Doppel <staging>|Doppel <staging>" {
+			t.Errorf("the title: %q", s)
+		}
+		b.screenshot("list")
+	})
+
+	t.Run("create", func(t *testing.T) {
+		b.t = t
+		b.click("#new-proxy")
+		b.wait("the empty form", "location.pathname === '/new' && document.querySelector('[data-path=\"name\"]')")
+		// Checked as typed against the schema.
+		b.set(`[data-path="name"]`, "x")
+		b.wait("the name refused", "document.querySelector('[data-path=\"name\"]').getAttribute('aria-invalid') === 'true'")
+		if msg := eval[string](b, "document.getElementById(document.querySelector('[data-path=\"name\"]').getAttribute('aria-describedby')).textContent"); msg != "At least 2 characters." {
+			t.Errorf("the name's message: %q", msg)
+		}
+		b.set(`[data-path="name"]`, "fresh")
+		b.set(`[data-path="url"]`, "http://127.0.0.1:9009/base")
+		b.set(`[data-path="resolve.type"]`, "header")
+		b.set(`[data-path="resolve.header"]`, "X-Fresh")
+		b.wait("the form valid", "!document.querySelector('[aria-invalid=\"true\"]')")
+		b.click("#save")
+		b.wait("the new proxy's page", "location.pathname === '/proxies/fresh' && document.getElementById('revision').textContent.includes('revision')")
+		if status, body := adminCall(t, base, "GET", "/api/v1/proxies/fresh", ""); status != 200 || body["proxy"].(map[string]any)["url"] != "http://127.0.0.1:9009/base" {
+			t.Fatalf("the created proxy: %d %v", status, body)
+		}
+	})
+
+	t.Run("edit", func(t *testing.T) {
+		b.t = t
+		b.set(`[data-path="timeout"]`, "abc")
+		b.wait("the timeout refused", "document.querySelector('[data-path=\"timeout\"]').getAttribute('aria-invalid') === 'true'")
+		b.set(`[data-path="timeout"]`, "9999")
+		b.wait("the timeout bounded", "document.getElementById(document.querySelector('[data-path=\"timeout\"]').getAttribute('aria-describedby')).textContent === 'At most 3600.'")
+		b.click("#save")
+		b.wait("the save refused before sending", "document.getElementById('banner').textContent.includes('needs fixing')")
+		b.set(`[data-path="timeout"]`, "12")
+		b.click("#save")
+		b.wait("saved", "document.getElementById('toast').textContent === 'Saved proxy fresh'")
+		if _, body := adminCall(t, base, "GET", "/api/v1/proxies/fresh", ""); body["proxy"].(map[string]any)["timeout"] != 12.0 {
+			t.Fatalf("the edit is not stored: %v", body)
+		}
+	})
+
+	t.Run("rename", func(t *testing.T) {
+		b.t = t
+		b.set(`[data-path="name"]`, "renamed")
+		b.click("#save")
+		b.wait("the renamed proxy's page", "location.pathname === '/proxies/renamed' && document.querySelector('h1').textContent === 'Proxy renamed'")
+		if status, _ := adminCall(t, base, "GET", "/api/v1/proxies/fresh", ""); status != 404 {
+			t.Errorf("the old name: %d", status)
+		}
+		if status, _ := adminCall(t, base, "GET", "/api/v1/proxies/renamed", ""); status != 200 {
+			t.Errorf("the new name: %d", status)
+		}
+	})
+
+	t.Run("yaml edit", func(t *testing.T) {
+		b.t = t
+		b.click("#mode")
+		b.wait("the YAML", "document.getElementById('yaml').value.includes('timeout: 12')")
+		b.set("#yaml", eval[string](b, "document.getElementById('yaml').value.replace('timeout: 12', 'timeout: 45')"))
+		b.screenshot("yaml")
+		b.click("#save")
+		b.wait("saved", "document.getElementById('toast').textContent === 'Saved proxy renamed' && document.getElementById('yaml').value.includes('timeout: 45')")
+		if _, body := adminCall(t, base, "GET", "/api/v1/proxies/renamed", ""); body["proxy"].(map[string]any)["timeout"] != 45.0 {
+			t.Fatalf("the YAML edit is not stored: %v", body)
+		}
+		// A YAML that does not parse is refused in the page.
+		b.set("#yaml", "name: [unclosed")
+		b.click("#save")
+		b.wait("the parse error", "document.getElementById('banner').textContent.includes('does not parse')")
+		// A document the server refuses shows its message.
+		b.set("#yaml", "name: renamed\ntype: http\nurl: http://127.0.0.1:9009/base\nresolve: {type: header, header: X-Fresh}\ntimeout: 0\n")
+		b.click("#save")
+		b.wait("the server's refusal", "document.getElementById('banner').textContent.includes('refused') && document.getElementById('banner').textContent.includes('timeout')")
+	})
+
+	t.Run("stale save is refused", func(t *testing.T) {
+		b.t = t
+		b.open("/proxies/renamed")
+		b.wait("the form", "document.querySelector('[data-path=\"timeout\"]') && document.querySelector('[data-path=\"timeout\"]').value === '45'")
+		// Someone else changes it meanwhile.
+		_, body := adminCall(t, base, "GET", "/api/v1/proxies/renamed", "")
+		doc := body["proxy"].(map[string]any)
+		doc["timeout"] = 50
+		raw, _ := json.Marshal(doc)
+		if status, _ := adminCall(t, base, "PUT", "/api/v1/proxies/renamed", string(raw), "If-Match", body["revision"].(string)); status != 200 {
+			t.Fatalf("the other writer: %d", status)
+		}
+		b.set(`[data-path="timeout"]`, "60")
+		b.click("#save")
+		b.wait("the mismatch", "document.getElementById('banner').textContent.includes('changed since you loaded it; reload to see the current version')")
+		if _, body := adminCall(t, base, "GET", "/api/v1/proxies/renamed", ""); body["proxy"].(map[string]any)["timeout"] != 50.0 {
+			t.Fatalf("the stale save overwrote: %v", body)
+		}
+		b.click("#reload-proxy")
+		b.wait("the current version", "document.querySelector('[data-path=\"timeout\"]').value === '50'")
+	})
+
+	t.Run("form", func(t *testing.T) {
+		b.t = t
+		b.open("/proxies/zeta")
+		b.wait("the mocks", "document.querySelectorAll('fieldset.item').length === 2")
+		if v := eval[string](b, "document.querySelector('[data-path=\"mocks[1].response.json\"]').value"); v != `{"hello": "{{ who }}"}` {
+			t.Errorf("the mock's template: %q", v)
+		}
+		b.screenshot("form")
+		eval[bool](b, "document.querySelector('fieldset.item').scrollIntoView(), window.scrollBy(0, -16), true")
+		b.screenshot("form-mocks")
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		b.t = t
+		b.open("/")
+		b.wait("the list", "document.querySelectorAll('#proxies tbody tr').length === 3")
+		b.click("tr[data-proxy=zeta] button.danger")
+		b.wait("the confirmation", "document.getElementById('confirm-dialog').open && document.getElementById('confirm-list').textContent.includes('answer.json.j2')")
+		if s := eval[string](b, "document.getElementById('confirm-title').textContent + ' ' + document.getElementById('confirm-text').textContent"); !strings.Contains(s, "Delete proxy zeta?") || !strings.Contains(s, "1 template file") && !strings.Contains(s, "template file:") {
+			t.Errorf("the confirmation: %q", s)
+		}
+		b.screenshot("delete")
+		// Cancel keeps it.
+		b.click("#confirm-cancel")
+		if status, _ := adminCall(t, base, "GET", "/api/v1/proxies/zeta", ""); status != 200 {
+			t.Fatalf("cancel deleted: %d", status)
+		}
+		b.click("tr[data-proxy=zeta] button.danger")
+		b.wait("the confirmation", "document.getElementById('confirm-dialog').open && document.getElementById('confirm-list').textContent.includes('answer.json.j2')")
+		b.click("#confirm-ok")
+		b.wait("the list without zeta", "document.querySelectorAll('#proxies tbody tr').length === 2 && !document.querySelector('tr[data-proxy=zeta]')")
+		if status, _ := adminCall(t, base, "GET", "/api/v1/proxies/zeta", ""); status != 404 {
+			t.Errorf("zeta is still there: %d", status)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "templates", "zeta", "answer.json.j2")); !os.IsNotExist(err) {
+			t.Errorf("its template file is still there: %v", err)
+		}
+	})
+
+	t.Run("status and reload", func(t *testing.T) {
+		b.t = t
+		b.click(`nav a[data-route="status"]`)
+		b.wait("the status", "location.pathname === '/status' && document.getElementById('status-count')")
+		if s := eval[string](b, "document.getElementById('status-count').textContent"); s != "2" {
+			t.Errorf("proxies in force: %q", s)
+		}
+		_, st := adminCall(t, base, "GET", "/api/v1/status", "")
+		if s := eval[string](b, "document.getElementById('status-revision').textContent"); s != st["revision"] {
+			t.Errorf("revision %q, the API says %v", s, st["revision"])
+		}
+		if !eval[bool](b, "!!document.querySelector('a[href=\"/swagger-ui/\"]')") {
+			t.Error("no link to Swagger UI")
+		}
+		b.screenshot("status")
+		// A proxy added to the file behind Doppel's back is in force after the reload.
+		// The store writes canonical YAML: the new entry goes first in the
+		// list, indented as the others are.
+		src, _ := os.ReadFile(cfg)
+		head, rest, ok := strings.Cut(string(src), "\nproxies:\n")
+		if !ok {
+			t.Fatalf("no proxies list in\n%s", src)
+		}
+		indent := rest[:strings.Index(rest, "- ")]
+		entry := strings.ReplaceAll(proxyYAML("late", "http://127.0.0.1:9010", "X-Late"), "\n  ", "\n"+indent)
+		entry = indent + strings.TrimPrefix(entry, "  ")
+		if err := os.WriteFile(cfg, []byte(head+"\nproxies:\n"+entry+rest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b.click("#reload")
+		b.wait("reloaded", "document.getElementById('toast').textContent.startsWith('Reloaded') && document.getElementById('status-count').textContent === '3'")
+		// A client route survives a reload of the page.
+		b.do("reloading the page", chromedp.Reload())
+		b.wait("the status again", "location.pathname === '/status' && document.getElementById('status-count') && document.getElementById('status-count').textContent === '3'")
+	})
+
+	t.Run("dark theme", func(t *testing.T) {
+		b.t = t
+		b.open("/")
+		b.wait("the list", "document.querySelectorAll('#proxies tbody tr').length === 3")
+		b.click("#theme")
+		if eval[string](b, "document.documentElement.dataset.theme + ' ' + getComputedStyle(document.body).backgroundColor") != "dark rgb(20, 23, 28)" {
+			t.Errorf("the dark theme is not applied")
+		}
+		b.screenshot("dark")
+		b.click("#theme")
+	})
+
+	t.Run("sign out", func(t *testing.T) {
+		b.t = t
+		b.click("#sign-out")
+		b.wait("signed out", "document.getElementById('caller').textContent === 'No token' && localStorage.getItem('doppel.token') === null")
+		b.wait("writes disabled again", "document.getElementById('new-proxy') && document.getElementById('new-proxy').disabled")
+	})
+}

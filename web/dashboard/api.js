@@ -1,0 +1,108 @@
+// The admin API client: where the API is, the token, the error envelope.
+
+// The page may sit under a reverse proxy's prefix: everything is found
+// relative to this file, which is served from <root>/static/.
+export const root = new URL('../', import.meta.url);
+
+const tokenKey = 'doppel.token';
+const tokenLifetime = 60 * 60 * 1000; // one hour
+
+// An answer that is the API's error envelope, or no answer at all.
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+function authHeader() {
+  const meta = document.querySelector('meta[name="doppel-auth-header"]');
+  return (meta && meta.content) || 'X-Proxy-Authorization';
+}
+
+// token is the one kept in this browser, or '' when none is or it expired.
+export function token() {
+  let kept;
+  try {
+    kept = JSON.parse(localStorage.getItem(tokenKey) || 'null');
+  } catch {
+    kept = null;
+  }
+  if (!kept || typeof kept.value !== 'string' || typeof kept.expires !== 'number' || kept.expires <= Date.now()) {
+    localStorage.removeItem(tokenKey);
+    return '';
+  }
+  return kept.value;
+}
+
+export function keepToken(value) {
+  localStorage.setItem(tokenKey, JSON.stringify({ value, expires: Date.now() + tokenLifetime }));
+}
+
+export function forgetToken() {
+  localStorage.removeItem(tokenKey);
+}
+
+// call sends one request and returns {status, headers, data}; an error
+// envelope, or a failure to reach the server, is thrown as an ApiError.
+// opts: body (sent as JSON), ifMatch (a revision), token (instead of the
+// kept one, '' for none).
+export async function call(method, path, opts = {}) {
+  const headers = { Accept: 'application/json' };
+  const tok = opts.token !== undefined ? opts.token : token();
+  if (tok) {
+    headers[authHeader()] = 'Bearer ' + tok;
+  }
+  if (opts.ifMatch) {
+    headers['If-Match'] = '"' + opts.ifMatch + '"';
+  }
+  let body;
+  if (opts.body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    body = JSON.stringify(opts.body);
+  }
+  let res;
+  try {
+    res = await fetch(new URL(path, root), { method, headers, body, cache: 'no-store', credentials: 'omit' });
+  } catch (e) {
+    throw new ApiError(0, 'UNREACHABLE', 'Doppel did not answer: ' + e.message);
+  }
+  let data = null;
+  const text = await res.text();
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = text;
+    }
+  }
+  if (!res.ok) {
+    if (data && typeof data === 'object' && data.status === 'error') {
+      throw new ApiError(res.status, data.code, data.message);
+    }
+    throw new ApiError(res.status, 'HTTP_' + res.status, 'Doppel answered ' + res.status);
+  }
+  return { status: res.status, headers: res.headers, data };
+}
+
+// access is GET /api/v1/access with the kept token (or the one given).
+export async function access(tok) {
+  return (await call('GET', 'api/v1/access', tok === undefined ? {} : { token: tok })).data;
+}
+
+// refusal says why the server would refuse an action, or '' when it
+// would not: the text of a disabled button's tooltip.
+export function refusal(report, act, proxy) {
+  let ok = report && report.global && report.global[act];
+  if (proxy && report && report.proxies && report.proxies[proxy] && act in report.proxies[proxy]) {
+    ok = report.proxies[proxy][act];
+  }
+  if (ok) {
+    return '';
+  }
+  if (!report || !report.caller || report.caller.kind === 'anonymous') {
+    return 'Needs a token that may ' + act + (proxy ? ' this proxy' : '') + ': use Token… to present one';
+  }
+  return 'Token ' + report.caller.name + ' may not ' + act + (proxy ? ' this proxy' : ' here');
+}

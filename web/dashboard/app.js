@@ -1,0 +1,405 @@
+// The dashboard: a client of the admin API with the same token rules.
+// Routes: '' (the proxies), 'new', 'proxies/<name>', 'status'.
+import { access, call, forgetToken, keepToken, refusal, root, token } from './api.js';
+import { el } from './form.js';
+import { proxyPage } from './proxy.js';
+
+const main = document.getElementById('main');
+const refreshEvery = 60 * 1000;
+const anonymousKey = 'doppel.anonymous';
+const themeKey = 'doppel.theme';
+
+const app = {
+  main,
+  report: null,
+  schemaPromise: null,
+  schema() {
+    if (!this.schemaPromise) {
+      this.schemaPromise = call('GET', 'api/v1/schema').then((r) => r.data);
+      this.schemaPromise.catch(() => { this.schemaPromise = null; });
+    }
+    return this.schemaPromise;
+  },
+  navigate(path, replace) {
+    const url = new URL(path, root);
+    if (replace) {
+      history.replaceState(null, '', url);
+    } else {
+      history.pushState(null, '', url);
+    }
+    route();
+  },
+  route: () => route(),
+  toast,
+  confirmDelete,
+};
+
+// ---- theme
+
+function applyTheme(theme) {
+  document.documentElement.dataset.theme = theme;
+  document.getElementById('theme').textContent = theme === 'dark' ? 'Light' : 'Dark';
+}
+
+function initialTheme() {
+  const kept = localStorage.getItem(themeKey);
+  if (kept === 'light' || kept === 'dark') {
+    return kept;
+  }
+  return matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+}
+
+// ---- messages
+
+let toastTimer = 0;
+function toast(text, isError) {
+  const t = document.getElementById('toast');
+  t.textContent = text;
+  t.className = 'toast' + (isError ? ' error' : '');
+  t.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { t.hidden = true; }, 5000);
+}
+
+function failure(e) {
+  main.replaceChildren(el('div', { class: 'banner error', id: 'failure' },
+    el('strong', { text: e.status ? 'Doppel answered ' + e.status + (e.code ? ' ' + e.code : '') : 'Doppel did not answer' }),
+    el('p', { text: e.message })));
+}
+
+// ---- access and the token
+
+async function refreshAccess() {
+  app.report = await access();
+  const c = app.report.caller;
+  document.getElementById('caller').textContent = c.kind === 'token' ? 'Token ' + c.name + ' (' + c.group + ')' : 'No token';
+  document.getElementById('sign-out').hidden = !token();
+}
+
+const tokenDialog = document.getElementById('token-dialog');
+
+function openTokenDialog() {
+  document.getElementById('token-input').value = '';
+  document.getElementById('token-error').hidden = true;
+  tokenDialog.showModal();
+}
+
+document.getElementById('token-form').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const value = document.getElementById('token-input').value.trim();
+  const error = document.getElementById('token-error');
+  let report;
+  try {
+    report = await access(value);
+  } catch (e) {
+    error.textContent = e.message;
+    error.hidden = false;
+    return;
+  }
+  if (report.caller.kind !== 'token') {
+    error.textContent = 'Doppel does not know this token.';
+    error.hidden = false;
+    return;
+  }
+  keepToken(value);
+  sessionStorage.removeItem(anonymousKey);
+  tokenDialog.close();
+  await refreshAccess();
+  toast('Signed in as ' + report.caller.name);
+  route();
+});
+
+document.getElementById('token-anonymous').addEventListener('click', () => {
+  sessionStorage.setItem(anonymousKey, '1');
+  tokenDialog.close();
+  route();
+});
+
+document.getElementById('token-open').addEventListener('click', openTokenDialog);
+
+document.getElementById('sign-out').addEventListener('click', async () => {
+  forgetToken();
+  await refreshAccess();
+  toast('Signed out: the token is forgotten');
+  route();
+});
+
+// ---- delete, shared by the list and the proxy page
+
+async function confirmDelete(name, revision) {
+  const dialog = document.getElementById('confirm-dialog');
+  const list = document.getElementById('confirm-list');
+  document.getElementById('confirm-title').textContent = 'Delete proxy ' + name + '?';
+  list.replaceChildren();
+  let text;
+  try {
+    const files = (await call('GET', 'api/v1/proxies/' + encodeURIComponent(name) + '/templates')).data.templates || [];
+    if (files.length) {
+      text = 'This removes proxy ' + name + ' and its ' + (files.length === 1 ? 'template file' : files.length + ' template files') + ':';
+      list.append(...files.map((f) => el('li', {}, el('code', { text: f.name }), ' (' + f.size + ' bytes)')));
+    } else {
+      text = 'This removes proxy ' + name + '. It has no template files.';
+    }
+  } catch (e) {
+    text = 'This removes proxy ' + name + ' and all its template files (they could not be listed: ' + e.message + ').';
+  }
+  document.getElementById('confirm-text').textContent = text;
+  dialog.returnValue = '';
+  dialog.showModal();
+  document.getElementById('confirm-cancel').focus();
+  await new Promise((resolve) => dialog.addEventListener('close', resolve, { once: true }));
+  if (dialog.returnValue !== 'ok') {
+    return false;
+  }
+  try {
+    await call('DELETE', 'api/v1/proxies/' + encodeURIComponent(name), { ifMatch: revision });
+  } catch (e) {
+    toast(e.code === 'REVISION_MISMATCH'
+      ? 'Not deleted: proxy ' + name + ' changed since you loaded it; reload to see the current version.'
+      : 'Not deleted: ' + e.message, true);
+    return false;
+  }
+  toast('Deleted proxy ' + name);
+  return true;
+}
+
+// ---- the proxy list
+
+let refreshTimer = 0;
+let lastFetch = 0;
+let refreshList = null;
+
+function stopRefresh() {
+  clearInterval(refreshTimer);
+  refreshTimer = 0;
+  refreshList = null;
+}
+
+// The list refetches every minute while the tab is visible.
+document.addEventListener('visibilitychange', () => {
+  if (!refreshList) {
+    return;
+  }
+  clearInterval(refreshTimer);
+  refreshTimer = 0;
+  if (document.visibilityState === 'visible') {
+    if (Date.now() - lastFetch >= refreshEvery) {
+      refreshList();
+    }
+    refreshTimer = setInterval(() => refreshList && refreshList(), refreshEvery);
+  }
+});
+
+function upstream(url) {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.href;
+  } catch {
+    return url;
+  }
+}
+
+function percent(x) {
+  return Math.round(x * 1000) / 10 + '%';
+}
+
+function faults(p) {
+  const out = [];
+  if (p.loss && p.loss.percentage > 0) {
+    out.push('loss ' + percent(p.loss.percentage) + ' → ' + p.loss.status);
+  }
+  if (p.latency && p.latency.percentage > 0) {
+    out.push('latency ' + percent(p.latency.percentage) + ' ' + p.latency.min + '–' + p.latency.max + ' s');
+  }
+  const mocked = (p.mocks || []).filter((m) => m.proxy && ((m.proxy.loss && m.proxy.loss.percentage > 0) || (m.proxy.latency && m.proxy.latency.percentage > 0))).length;
+  if (mocked) {
+    out.push(mocked === 1 ? '1 mock with its own' : mocked + ' mocks with their own');
+  }
+  return out;
+}
+
+function resolution(p) {
+  return p.resolve && p.resolve.type === 'header' ? 'header ' + p.resolve.header + ': ' + p.name : 'default';
+}
+
+async function listPage() {
+  const createRefused = refusal(app.report, 'create');
+  const stamp = el('span', { class: 'muted', id: 'refreshed' });
+  const body = el('div', { class: 'panel' });
+  main.replaceChildren(
+    el('div', { class: 'head' }, el('h1', { text: 'Proxies' }), stamp,
+      el('button', { type: 'button', id: 'new-proxy', class: 'primary', text: 'New proxy', disabled: !!createRefused, title: createRefused || undefined, onclick: () => app.navigate('new') })),
+    body);
+  const listRefused = refusal(app.report, 'list');
+  if (listRefused) {
+    body.append(el('p', { id: 'list-refused', text: 'The proxies are not shown: ' + listRefused + '.' }),
+      el('button', { type: 'button', text: 'Present a token', onclick: openTokenDialog }));
+    return;
+  }
+  const fill = async () => {
+    let proxies;
+    try {
+      proxies = (await call('GET', 'api/v1/proxies')).data.proxies;
+    } catch (e) {
+      body.replaceChildren(el('p', { class: 'error', text: 'The list could not be fetched: ' + e.message }));
+      return;
+    }
+    lastFetch = Date.now();
+    stamp.textContent = 'Fetched ' + new Date(lastFetch).toLocaleTimeString();
+    if (!proxies.length) {
+      body.replaceChildren(el('p', { class: 'muted', id: 'empty', text: 'No proxies yet.' }));
+      return;
+    }
+    const rows = proxies.map(({ revision, proxy: p }) => {
+      const readRefused = refusal(app.report, 'read', p.name);
+      const deleteRefused = refusal(app.report, 'delete', p.name);
+      const f = faults(p);
+      const href = new URL('proxies/' + encodeURIComponent(p.name), root).pathname;
+      return el('tr', { 'data-proxy': p.name },
+        el('td', {}, readRefused ? el('span', { title: readRefused, text: p.name }) : el('a', { href, 'data-route': 'proxies/' + encodeURIComponent(p.name), text: p.name })),
+        el('td', { class: 'mono', text: upstream(p.url) }),
+        el('td', { text: resolution(p) }),
+        el('td', {}, f.length ? f.map((x) => el('span', { class: 'tag', text: x })) : el('span', { class: 'muted', text: 'none' })),
+        el('td', { class: 'num', text: String((p.mocks || []).length) }),
+        el('td', { class: 'row-actions' },
+          el('button', { type: 'button', class: 'small', text: readRefused || refusal(app.report, 'update', p.name) ? 'View' : 'Edit', disabled: !!readRefused, title: readRefused || undefined,
+            onclick: () => app.navigate('proxies/' + encodeURIComponent(p.name)) }),
+          el('button', { type: 'button', class: 'small danger', text: 'Delete', disabled: !!deleteRefused, title: deleteRefused || undefined,
+            onclick: async () => { if (await confirmDelete(p.name, revision)) { fill(); } } })));
+    });
+    body.replaceChildren(el('table', { id: 'proxies' },
+      el('thead', {}, el('tr', {}, ['Name', 'Upstream', 'Resolution', 'Faults'].map((h) => el('th', { text: h })), el('th', { class: 'num', text: 'Mocks' }), el('th', {}))),
+      el('tbody', {}, rows)));
+  };
+  refreshList = fill;
+  await fill();
+  if (document.visibilityState === 'visible') {
+    refreshTimer = setInterval(() => refreshList && refreshList(), refreshEvery);
+  }
+}
+
+// ---- status
+
+function duration(seconds) {
+  const d = Math.floor(seconds / 86400);
+  const h = Math.floor((seconds % 86400) / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  return (d ? d + 'd ' : '') + (d || h ? h + 'h ' : '') + (d || h || m ? m + 'm ' : '') + s + 's';
+}
+
+async function statusPage() {
+  const st = (await call('GET', 'api/v1/status')).data;
+  const reloadRefused = refusal(app.report, 'update');
+  const result = el('div', { id: 'reload-result' });
+  const reload = el('button', { type: 'button', id: 'reload', class: 'primary', text: 'Reload configuration', disabled: !!reloadRefused,
+    title: reloadRefused || 'Load, check and put in force the stored configuration' });
+  reload.addEventListener('click', async () => {
+    reload.disabled = true;
+    try {
+      const r = (await call('POST', 'api/v1/config/reload')).data;
+      toast('Reloaded: revision ' + r.revision + ', ' + r.proxies + (r.proxies === 1 ? ' proxy' : ' proxies'));
+      await statusPage();
+      if (r.unapplied && r.unapplied.length) {
+        document.getElementById('reload-result').replaceChildren(el('div', { class: 'banner' },
+          el('strong', { text: 'Changed, but in force only after a restart: ' + r.unapplied.join(', ') })));
+      }
+    } catch (e) {
+      reload.disabled = false;
+      result.replaceChildren(el('div', { class: 'banner error' }, el('strong', { text: 'Reload refused; the running configuration is unchanged.' }),
+        el('ul', {}, e.message.split('\n').map((l) => el('li', { text: l })))));
+    }
+  });
+  main.replaceChildren(
+    el('div', { class: 'head' }, el('h1', { text: 'Status' }), reload),
+    result,
+    el('div', { class: 'panel' }, el('dl', { class: 'facts' },
+      el('dt', { text: 'Uptime' }), el('dd', { id: 'uptime', text: duration(st.uptime_seconds) }),
+      el('dt', { text: 'Revision' }), el('dd', {}, el('code', { id: 'status-revision', text: st.revision })),
+      el('dt', { text: 'Proxies in force' }), el('dd', { id: 'status-count', text: String(st.proxies.length) }),
+      el('dt', { text: 'Fault rolls' }), el('dd', { text: st.seeded ? 'seeded: reproducible' : 'random' }),
+      el('dt', { text: 'API' }), el('dd', {}, el('a', { href: new URL('swagger-ui/', root).pathname, text: 'Swagger UI' }), ' · ', el('a', { href: new URL('openapi.json', root).pathname, text: 'OpenAPI document' })))),
+    el('div', { class: 'panel' }, st.proxies.length
+      ? el('table', { id: 'status-proxies' },
+        el('thead', {}, el('tr', {}, ['Name', 'Upstream', 'Resolution'].map((h) => el('th', { text: h })), el('th', { class: 'num', text: 'Mocks' }))),
+        el('tbody', {}, st.proxies.map((p) => el('tr', {},
+          el('td', { text: p.name }), el('td', { class: 'mono', text: p.upstream }), el('td', { text: p.resolve }), el('td', { class: 'num', text: String(p.mocks) })))))
+      : el('p', { class: 'muted', text: 'No proxies in force.' })));
+}
+
+// ---- routing
+
+function currentRoute() {
+  const path = location.pathname;
+  const base = root.pathname;
+  return path.startsWith(base) ? path.slice(base.length).replace(/\/+$/, '') : '';
+}
+
+let routing = 0;
+async function route() {
+  const mine = ++routing;
+  stopRefresh();
+  const r = currentRoute();
+  for (const a of document.querySelectorAll('.bar nav a[data-route]')) {
+    a.classList.toggle('current', a.dataset.route === r || (a.dataset.route === '' && (r.startsWith('proxies/') || r === 'new')));
+  }
+  try {
+    if (!app.report) {
+      await refreshAccess();
+    }
+    if (r === '') {
+      await listPage();
+    } else if (r === 'status') {
+      await statusPage();
+    } else if (r === 'new') {
+      await proxyPage(app, null);
+    } else if (r.startsWith('proxies/') && !r.slice(8).includes('/')) {
+      await proxyPage(app, decodeURIComponent(r.slice(8)));
+    } else {
+      main.replaceChildren(el('h1', { text: 'Not here' }), el('p', {}, 'The dashboard has no page at this address. ', el('a', { href: root.pathname, 'data-route': '', text: 'See the proxies.' })));
+    }
+  } catch (e) {
+    if (mine === routing) {
+      failure(e);
+    }
+  }
+}
+
+// Links inside the dashboard change the page without loading it again.
+document.addEventListener('click', (ev) => {
+  const a = ev.target.closest('a[data-route]');
+  if (!a || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) {
+    return;
+  }
+  ev.preventDefault();
+  app.navigate(a.dataset.route);
+});
+window.addEventListener('popstate', () => route());
+
+document.getElementById('theme').addEventListener('click', () => {
+  const next = document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark';
+  localStorage.setItem(themeKey, next);
+  applyTheme(next);
+});
+
+async function start() {
+  applyTheme(initialTheme());
+  try {
+    await refreshAccess();
+  } catch (e) {
+    failure(e);
+    return;
+  }
+  // Ask for a token when there is none and something is refused without
+  // one, unless this tab chose to go on without.
+  const g = app.report.global;
+  const somethingRefused = Object.values(g).some((x) => !x);
+  if (!token() && somethingRefused && !sessionStorage.getItem(anonymousKey)) {
+    openTokenDialog();
+  }
+  await route();
+}
+
+start();

@@ -1,0 +1,177 @@
+// The proxy page: the whole proxy document as a form or as YAML, saved
+// with the revision it was loaded at.
+import { call, refusal } from './api.js';
+import { SchemaForm, el } from './form.js';
+import { dump as toYAML, load as fromYAML } from './js-yaml.js';
+
+// A new proxy starts from the defaults the server would fill in.
+const blank = {
+  name: '', type: 'http', url: '', resolve: { type: 'default' }, timeout: 30, replace: 1,
+  rewrite_urls: true, rewrite_redirects: true, mocks: [],
+};
+
+// proxyPage shows the proxy called name, or a new one when name is null.
+export async function proxyPage(app, name) {
+  const creating = name === null;
+  const [schema, loaded] = await Promise.all([
+    app.schema(),
+    creating ? null : call('GET', 'api/v1/proxies/' + encodeURIComponent(name)),
+  ]);
+  let current = name;
+  let revision = creating ? '' : loaded.data.revision;
+  let doc = creating ? structuredClone(blank) : loaded.data.proxy;
+  const forms = new SchemaForm(schema);
+  let field = null;
+  let yamlMode = false;
+
+  const saveRefused = refusal(app.report, creating ? 'create' : 'update', current);
+  const deleteRefused = creating ? 'Not created yet' : refusal(app.report, 'delete', current);
+
+  const title = el('h1', { text: creating ? 'New proxy' : 'Proxy ' + current });
+  const modeButton = el('button', { type: 'button', id: 'mode', text: 'Edit as YAML' });
+  const deleteButton = el('button', { type: 'button', id: 'delete', class: 'danger', text: 'Delete', disabled: !!deleteRefused, title: deleteRefused || 'Delete this proxy and its template files' });
+  const saveButton = el('button', { type: 'button', id: 'save', class: 'primary', text: creating ? 'Create' : 'Save', disabled: !!saveRefused, title: saveRefused || undefined });
+  const banner = el('div', { id: 'banner', hidden: true });
+  const revisionLine = el('p', { class: 'muted', id: 'revision' });
+  const holder = el('fieldset', { class: 'plain', disabled: !!saveRefused });
+  const yamlArea = el('textarea', { class: 'yaml', id: 'yaml', spellcheck: 'false', readonly: !!saveRefused, 'aria-label': 'The proxy document as YAML' });
+
+  const showRevision = () => {
+    revisionLine.replaceChildren();
+    if (!creating) {
+      revisionLine.append('Loaded at revision ', el('code', { text: revision }), '. Saving sends it: a change made elsewhere meanwhile is not overwritten.');
+    }
+    if (saveRefused) {
+      revisionLine.append(' Read-only: ' + saveRefused + '.');
+    }
+  };
+  const showForm = () => {
+    field = forms.build({ $ref: '#/$defs/Proxy' }, doc, '', true, '');
+    holder.replaceChildren(field.el);
+  };
+  const clearBanner = () => {
+    banner.hidden = true;
+    banner.replaceChildren();
+  };
+  const showBanner = (kind, text, lines = [], actions = []) => {
+    banner.className = 'banner' + (kind === 'error' ? ' error' : '');
+    banner.replaceChildren(el('strong', { text }));
+    if (lines.length) {
+      banner.append(el('ul', {}, lines.map((l) => el('li', { text: l }))));
+    }
+    if (actions.length) {
+      banner.append(el('div', { class: 'actions' }, actions));
+    }
+    banner.hidden = false;
+    banner.scrollIntoView({ block: 'nearest' });
+  };
+
+  // editedDocument is what the user has now, or null (the banner says why).
+  const editedDocument = () => {
+    if (yamlMode) {
+      let parsed;
+      try {
+        parsed = fromYAML(yamlArea.value);
+      } catch (e) {
+        showBanner('error', 'The YAML does not parse', [e.message]);
+        return null;
+      }
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+        showBanner('error', 'The YAML must be one proxy document: a mapping with name, type and url.');
+        return null;
+      }
+      return parsed;
+    }
+    const problems = field.check();
+    if (problems) {
+      showBanner('error', problems === 1 ? 'One field needs fixing before saving.' : problems + ' fields need fixing before saving.');
+      const first = holder.querySelector('[aria-invalid="true"]');
+      if (first) {
+        first.focus();
+      }
+      return null;
+    }
+    return field.get();
+  };
+
+  modeButton.addEventListener('click', () => {
+    clearBanner();
+    if (!yamlMode) {
+      doc = field.get();
+      yamlArea.value = toYAML(doc, { lineWidth: -1, noRefs: true });
+      yamlMode = true;
+    } else {
+      const parsed = editedDocument();
+      if (!parsed) {
+        return;
+      }
+      doc = parsed;
+      showForm();
+      yamlMode = false;
+    }
+    holder.hidden = yamlMode;
+    yamlArea.hidden = !yamlMode;
+    modeButton.textContent = yamlMode ? 'Edit as form' : 'Edit as YAML';
+  });
+
+  saveButton.addEventListener('click', async () => {
+    clearBanner();
+    const edited = editedDocument();
+    if (!edited) {
+      return;
+    }
+    saveButton.disabled = true;
+    try {
+      if (creating) {
+        const res = await call('POST', 'api/v1/proxies', { body: { proxy: edited } });
+        app.toast('Created proxy ' + res.data.proxy.name);
+        app.navigate('proxies/' + encodeURIComponent(res.data.proxy.name), true);
+        return;
+      }
+      const res = await call('PUT', 'api/v1/proxies/' + encodeURIComponent(current), { body: edited, ifMatch: revision });
+      const renamed = res.data.proxy.name !== current;
+      revision = res.data.revision;
+      doc = res.data.proxy;
+      if (renamed) {
+        app.toast('Saved; proxy ' + current + ' is now ' + doc.name);
+        app.navigate('proxies/' + encodeURIComponent(doc.name), true);
+        return;
+      }
+      app.toast('Saved proxy ' + current);
+      if (yamlMode) {
+        yamlArea.value = toYAML(doc, { lineWidth: -1, noRefs: true });
+      } else {
+        showForm();
+      }
+      showRevision();
+    } catch (e) {
+      if (e.code === 'REVISION_MISMATCH') {
+        showBanner('warn', 'Not saved: proxy ' + current + ' changed since you loaded it; reload to see the current version.', [
+          'Your edit is still on this page. Reloading shows the current version and discards it.',
+        ], [el('button', { type: 'button', id: 'reload-proxy', text: 'Reload the proxy', onclick: () => app.route() })]);
+      } else if (e.code === 'CONFIG_INVALID') {
+        showBanner('error', 'Doppel refused the document:', e.message.split('\n'));
+      } else {
+        showBanner('error', 'Not saved: ' + e.message);
+      }
+    } finally {
+      saveButton.disabled = !!saveRefused;
+    }
+  });
+
+  deleteButton.addEventListener('click', async () => {
+    if (await app.confirmDelete(current, revision)) {
+      app.navigate('', false);
+    }
+  });
+
+  yamlArea.hidden = true;
+  showRevision();
+  showForm();
+  app.main.replaceChildren(
+    el('div', { class: 'head' }, title, modeButton, deleteButton, saveButton),
+    banner,
+    revisionLine,
+    el('div', { class: 'panel' }, holder, yamlArea),
+  );
+}
