@@ -29,7 +29,8 @@ import (
 //     so that `{% set l = [l, l] %}` cannot double a structure for ever);
 //   - each answer (every template rendered for one request) has a budget:
 //     MaxTurns turns of loops, counted as each loop starts (so nested loops
-//     multiply against it), and MaxMade bytes of values made.
+//     multiply against it), and MaxBytes bytes of values made, or read
+//     whole (compared, searched, sliced, handed to a filter or a test).
 //
 // Over a bound, rendering stops with an error (500 TEMPLATE_RENDER_ERROR).
 // gonja's evaluator has no hook for operators or loops, so the parsed tree
@@ -44,8 +45,9 @@ const MaxRange = 100_000
 // MaxTurns bounds the turns of every loop of one answer together.
 const MaxTurns = 250_000
 
-// MaxMade bounds the bytes of the values one answer makes.
-const MaxMade = 256 << 20
+// MaxBytes bounds the bytes of the values one answer makes, and of those
+// it compares, searches, slices or hands to a filter.
+const MaxBytes = 64 << 20
 
 // maxIndent bounds tojson's indent: the output grows by it on every line.
 const maxIndent = 64
@@ -59,29 +61,31 @@ const (
 	timesFilter = "_doppel_times"
 	sizeFilter  = "_doppel_size"
 	loopFilter  = "_doppel_loop"
+	readFilter  = "_doppel_read"
+	textFilter  = "_doppel_text"
 	budgetName  = "_doppel_budget"
 )
 
 // budget is what one answer has spent. Its fields are unexported, so a
 // template can name the variable but not change it.
 type budget struct {
-	turns, made int
+	turns, bytes int
 }
 
 // spend charges turns and bytes to the answer whose variables e sees.
-func spend(e *exec.Evaluator, turns, made int) error {
+func spend(e *exec.Evaluator, turns, bytes int) error {
 	v, _ := e.Environment.Context.Get(budgetName)
 	b, ok := v.(*budget)
 	if !ok {
 		return fmt.Errorf("%s is Doppel's own variable", budgetName)
 	}
 	b.turns += turns
-	b.made += made
+	b.bytes += bytes
 	switch {
 	case b.turns > MaxTurns:
 		return fmt.Errorf("the loops of this answer would turn more than %d times, the bound for one answer", MaxTurns)
-	case b.made > MaxMade:
-		return fmt.Errorf("this answer would make more than %d MiB of values, the bound for one answer", MaxMade>>20)
+	case b.bytes > MaxBytes:
+		return fmt.Errorf("this answer would make or read more than %d MiB of values, the bound for one answer", MaxBytes>>20)
 	}
 	return nil
 }
@@ -224,6 +228,9 @@ func boundedFilter(name string, f exec.FilterFunction) exec.FilterFunction {
 				return exec.AsValue(tooBig(name, n))
 			}
 		}
+		if err := spend(e, 0, length(in)); err != nil {
+			return exec.AsValue(err)
+		}
 		out := f(e, in, params)
 		if out.IsString() {
 			n := len(out.String())
@@ -264,8 +271,9 @@ func times(e *exec.Evaluator, left *exec.Value, params *exec.VarArgs) *exec.Valu
 }
 
 // sized holds a value just made (by `+`, `~`, a literal or a call) to
-// MaxOutput over its whole depth, and charges it to the answer.
-func sized(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+// MaxOutput over its whole depth, and charges it to the answer, with the
+// receiver a method read when there is one (its argument).
+func sized(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
 	if in.IsError() {
 		return in
 	}
@@ -273,10 +281,47 @@ func sized(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
 	if w > MaxOutput {
 		return exec.AsValue(tooBig("the value", w))
 	}
-	if err := spend(e, steps/64, w); err != nil {
+	read := 0
+	if len(params.Args) > 0 { // a method's receiver
+		read = length(params.Args[0])
+	}
+	if err := spend(e, steps/64, w+read); err != nil {
 		return exec.AsValue(err)
 	}
 	return in
+}
+
+// read charges a value about to be compared, searched or sliced by its
+// length, and hands it on unchanged.
+func read(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	if err := spend(e, 0, length(in)); err != nil {
+		return exec.AsValue(err)
+	}
+	return in
+}
+
+// readText is read for strings only: what indexing reads whole (gonja
+// makes a string runes to index it), where a list or dict is reached
+// directly.
+func readText(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() || !in.IsString() {
+		return in
+	}
+	return read(e, in, params)
+}
+
+// length is the bytes of a string, the items of a list or dict, else 0.
+// It is read without gonja's Len, which makes a string runes to count
+// them.
+func length(v *exec.Value) int {
+	switch x := reflect.ValueOf(v.Interface()); x.Kind() {
+	case reflect.String, reflect.Slice, reflect.Array, reflect.Map:
+		return x.Len()
+	}
+	return 0
 }
 
 // looped charges a loop's turns to the answer as the loop starts, and
@@ -285,12 +330,7 @@ func looped(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
 	if in.IsError() {
 		return in
 	}
-	n := 0
-	switch reflect.ValueOf(in.Interface()).Kind() {
-	case reflect.Slice, reflect.Array, reflect.Map, reflect.String:
-		n = in.Len()
-	}
-	if err := spend(e, n, 0); err != nil {
+	if err := spend(e, length(in), 0); err != nil {
 		return exec.AsValue(err)
 	}
 	return in
@@ -379,6 +419,8 @@ func boundedFilters() *exec.FilterSet {
 	_ = set.Register(timesFilter, times)
 	_ = set.Register(sizeFilter, sized)
 	_ = set.Register(loopFilter, looped)
+	_ = set.Register(readFilter, read)
+	_ = set.Register(textFilter, readText)
 	return set
 }
 
@@ -530,13 +572,13 @@ func bound(root *nodes.Template) {
 				walk(v.Elem())
 				return
 			}
-			if w, ok := done[n]; ok {
-				v.Set(reflect.ValueOf(w))
-				return
-			}
-			walk(v.Elem())
-			if w := checked(n); w != n && reflect.TypeOf(w).AssignableTo(v.Type()) {
+			w, ok := done[n]
+			if !ok {
+				walk(v.Elem())
+				w = checked(n)
 				done[n] = w
+			}
+			if w != n && reflect.TypeOf(w).AssignableTo(v.Type()) {
 				v.Set(reflect.ValueOf(w))
 			}
 		case reflect.Struct:
@@ -565,8 +607,13 @@ func bound(root *nodes.Template) {
 					walk(e)
 					continue
 				}
-				walk(reflect.ValueOf(n))
-				if w := checked(n); w != n {
+				w, ok := done[n]
+				if !ok {
+					walk(reflect.ValueOf(n))
+					w = checked(n)
+					done[n] = w
+				}
+				if w != n {
 					v.SetMapIndex(k, reflect.ValueOf(w))
 				}
 			}
@@ -584,12 +631,58 @@ func checked(n nodes.Node) nodes.Node {
 			return withFilter(x.Left, timesFilter, x.Right, x.Operator.Token)
 		case tokens.Addition, tokens.Tilde:
 			return withFilter(x, sizeFilter, nil, x.Operator.Token)
+		case tokens.Equals, tokens.Ne, tokens.LowerThan, tokens.LowerThanOrEqual,
+			tokens.GreaterThan, tokens.GreaterThanOrEqual, tokens.In:
+			x.Left = withFilter(x.Left, readFilter, nil, x.Operator.Token)
+			x.Right = withFilter(x.Right, readFilter, nil, x.Operator.Token)
 		}
-	case *nodes.List, *nodes.Tuple, *nodes.Dict, *nodes.Call:
+	case *nodes.TestExpression:
+		x.Expression = withFilter(x.Expression, readFilter, nil, x.Test.Token)
+		for i, a := range x.Test.Args {
+			x.Test.Args[i] = withFilter(a, readFilter, nil, x.Test.Token)
+		}
+		// gonja hands a test an operand that failed as a value (`is
+		// string` of an error is false): the check after the test fails
+		// the expression once the budget is spent.
+		return withFilter(x, sizeFilter, nil, x.Test.Token)
+	case *nodes.GetSlice:
+		if e, ok := x.Node.(nodes.Expression); ok {
+			x.Node = withFilter(e, textFilter, nil, x.Location)
+		}
+	case *nodes.GetItem:
+		if e, ok := x.Node.(nodes.Expression); ok {
+			x.Node = withFilter(e, textFilter, nil, x.Location)
+		}
+	case *nodes.Call:
+		// A method reads its receiver (`big.count("x")`): the check after
+		// the call reads it again, to charge it, when that is free of
+		// effects.
+		var receiver nodes.Expression
+		if p, ok := x.Parent.(nodes.Expression); ok && pure(p) {
+			receiver = p
+		}
+		return withFilter(x, sizeFilter, receiver, x.Position())
+	case *nodes.List, *nodes.Tuple, *nodes.Dict:
 		e := x.(nodes.Expression)
 		return withFilter(e, sizeFilter, nil, e.Position())
 	}
 	return n
+}
+
+// pure reports whether evaluating n twice does nothing more than once: a
+// name, a literal, or an attribute or item of one.
+func pure(n nodes.Node) bool {
+	switch x := n.(type) {
+	case *nodes.Name, *nodes.String, *nodes.Integer, *nodes.Float, *nodes.Bool, *nodes.None:
+		return true
+	case *nodes.GetAttribute:
+		return pure(x.Node)
+	case *nodes.GetItem:
+		return pure(x.Node) && pure(x.Arg)
+	case *nodes.FilteredExpression: // a check of the rewrite
+		return len(x.Filters) == 1 && strings.HasPrefix(x.Filters[0].Name, "_doppel_") && len(x.Filters[0].Args) == 0 && pure(x.Expression)
+	}
+	return false
 }
 
 func withFilter(e nodes.Expression, filter string, arg nodes.Expression, at *tokens.Token) *nodes.FilteredExpression {

@@ -70,8 +70,16 @@ func TestSizesAreBoundedBeforeAllocation(t *testing.T) {
 		// turns: nested loops multiply
 		`{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}`,
 		`{% for a in range(2000) %}{% for b in items %}{% for c in range(1000) %}{% endfor %}{% endfor %}{% endfor %}`,
-		// made: many large values, each under the bound
+		// bytes: many large values made, or read whole, each under the bound
 		`{% for i in range(100) %}{% set x = "x" * 16000000 %}{% endfor %}`,
+		`{% set big = "x" * 16000000 %}{% for i in range(100) %}{% if big == big %}{% endif %}{% endfor %}`,
+		`{% set big = "x" * 16000000 %}{% for i in range(100) %}{% if "y" in big %}{% endif %}{% endfor %}`,
+		`{% set big = "x" * 16000000 %}{% for i in range(100) %}{{ big[5:6] }}{% endfor %}`,
+		`{% set big = "x" * 16000000 %}{% for i in range(100) %}{{ big[5] }}{% endfor %}`,
+		`{% set big = "x" * 16000000 %}{% for i in range(100) %}{{ big | length }}{% endfor %}`,
+		`{% set big = "x" * 16000000 %}{% for i in range(100) %}{% if big is string %}{% endif %}{% endfor %}`,
+		`{% set big = "x" * 16000000 %}{% for i in range(100) %}{{ big.count("y") }}{% endfor %}`,
+		`{% set ns = namespace(big="x" * 16000000) %}{% for i in range(100) %}{{ ns.big.startswith("y") }}{% endfor %}`,
 	} {
 		began := time.Now()
 		out, err := render(t, src)
