@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,6 +187,50 @@ func (b *browser) screenshot(name string) {
 	}
 }
 
+// pageProbe runs in every document the tab loads, before the page's own
+// files. It hands each Content-Security-Policy violation to the test
+// (cspViolation, exposed below), and wraps fetch: every request is
+// listed in window.testRequests ("METHOD /path", its body, whether its
+// answer has come), and one
+// named in window.testDelays waits that many milliseconds first.
+const pageProbe = `(() => {
+  document.addEventListener('securitypolicyviolation', (e) => {
+    window.cspViolation(location.pathname + ': ' + e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') + ' at ' + e.sourceFile + ':' + e.lineNumber);
+  });
+  window.testRequests = [];
+  window.testDelays = {};
+  const real = window.fetch;
+  window.fetch = async (input, init = {}) => {
+    const url = new URL(input instanceof Request ? input.url : input, location.href);
+    const key = (init.method || 'GET').toUpperCase() + ' ' + url.pathname;
+    const entry = { key, body: init.body === undefined ? null : String(init.body), done: false };
+    window.testRequests.push(entry);
+    const delay = window.testDelays[key];
+    if (delay) {
+      await new Promise((r) => setTimeout(r, delay));
+    }
+    try {
+      return await real(input, init);
+    } finally {
+      entry.done = true;
+    }
+  };
+})();`
+
+// requests counts the page's requests of one kind, such as "GET /api/v1/proxies".
+func (b *browser) requests(key string) int {
+	b.t.Helper()
+	k, _ := json.Marshal(key)
+	return eval[int](b, "window.testRequests.filter((r) => r.key === "+string(k)+").length")
+}
+
+// visibility makes the page believe it is hidden or shown, and tells it.
+func (b *browser) visibility(state string) {
+	b.t.Helper()
+	eval[bool](b, `Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => '`+state+`' }),
+		document.dispatchEvent(new Event('visibilitychange')), true`)
+}
+
 func TestDashboardInABrowser(t *testing.T) {
 	exe := chromium(t)
 	dir := t.TempDir()
@@ -217,6 +262,29 @@ func TestDashboardInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var mu sync.Mutex
+	var violations []string
+	b.do("watching the page",
+		chromedp.ExposeFunc("cspViolation", func(_ context.Context, v string) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			violations = append(violations, v)
+			return true, nil
+		}),
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			var added struct {
+				Identifier string `json:"identifier"`
+			}
+			return t.Call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": pageProbe}, &added)
+		}))
+	// The page must run under its policy without tripping it once.
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(violations) > 0 {
+			t.Errorf("the page violated its Content-Security-Policy:\n%s", strings.Join(violations, "\n"))
+		}
+	}()
 	// Light theme whatever the host prefers; the dark one is asked for below.
 	b.do("starting the browser", chromedp.Navigate(base+"/robots.txt"))
 	eval[bool](b, "localStorage.setItem('doppel.theme', 'light'), true")
@@ -283,6 +351,51 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 	})
 
+	// A kept token that stops working is forgotten and another asked for:
+	// one the server does not know, one that expires while the page is
+	// open, one refused with a 401 on a save (the edit stays on the page).
+	t.Run("token lapses", func(t *testing.T) {
+		b.t = t
+		unknown := "ffffffff-0000-4000-8000-ffffffffffff"
+		keep := func(value, expires string) {
+			eval[bool](b, "localStorage.setItem('doppel.token', JSON.stringify({value: '"+value+"', expires: "+expires+"})), true")
+		}
+		signIn := func() {
+			b.do("typing the token", chromedp.SendKeys(chromedp.CSS("#token-input"), dashboardToken), chromedp.Click(chromedp.CSS("#token-use")))
+			b.wait("signed in", "!document.getElementById('token-dialog').open && document.getElementById('caller').textContent === 'Token root (admin)'")
+		}
+		keep(unknown, "Date.now() + 3600000")
+		b.open("/")
+		b.wait("the unknown token forgotten", "document.getElementById('token-dialog').open && document.getElementById('token-reason').textContent.includes('no longer knows')"+
+			" && localStorage.getItem('doppel.token') === null && document.getElementById('caller').textContent === 'No token'")
+		signIn()
+
+		keep(dashboardToken, "Date.now() + 1500")
+		b.open("/")
+		b.wait("signed in for a moment", "document.getElementById('caller').textContent === 'Token root (admin)' && !document.getElementById('token-dialog').open")
+		b.wait("the expired token forgotten", "document.getElementById('token-dialog').open && document.getElementById('token-reason').textContent.includes('expired')"+
+			" && localStorage.getItem('doppel.token') === null && document.getElementById('caller').textContent === 'No token'")
+		signIn()
+
+		b.open("/proxies/zeta")
+		b.wait("the form", "document.querySelector('[data-path=\"timeout\"]') && !document.getElementById('save').disabled")
+		keep(unknown, "Date.now() + 3600000") // as if the server had dropped the token meanwhile
+		b.set(`[data-path="timeout"]`, "31")
+		b.click("#save")
+		b.wait("the refused token forgotten", "document.getElementById('token-dialog').open && document.getElementById('token-reason').textContent.includes('refused')"+
+			" && localStorage.getItem('doppel.token') === null && document.getElementById('banner').textContent.includes('Not saved')")
+		b.wait("the caller shown as anonymous", "document.getElementById('caller').textContent === 'No token'")
+		signIn()
+		if v := eval[string](b, "document.querySelector('[data-path=\"timeout\"]').value"); v != "31" {
+			t.Fatalf("the edit is lost after signing in again: timeout %q", v)
+		}
+		b.click("#save")
+		b.wait("saved", "document.getElementById('toast').textContent === 'Saved proxy zeta'")
+		if _, body := adminCall(t, base, "GET", "/api/v1/proxies/zeta", ""); body["proxy"].(map[string]any)["timeout"] != 31.0 {
+			t.Fatalf("the edit is not stored: %v", body)
+		}
+	})
+
 	t.Run("list", func(t *testing.T) {
 		b.t = t
 		b.open("/")
@@ -294,6 +407,66 @@ func TestDashboardInABrowser(t *testing.T) {
 			t.Errorf("the title: %q", s)
 		}
 		b.screenshot("list")
+	})
+
+	// A page whose answer comes late draws nothing once the address has
+	// changed: the last address asked for is the page shown.
+	t.Run("a slow page does not draw over the next", func(t *testing.T) {
+		b.t = t
+		b.open("/")
+		b.wait("the list", "document.querySelectorAll('#proxies tbody tr').length === 2")
+		eval[bool](b, "window.testDelays['GET /api/v1/proxies/zeta'] = 800, window.testDelays['GET /api/v1/status'] = 800, true")
+		b.click("tr[data-proxy=zeta] a")
+		b.wait("asked for zeta", "location.pathname === '/proxies/zeta'")
+		b.click(`nav a[data-route="status"]`)
+		b.wait("asked for the status", "location.pathname === '/status'")
+		b.click(`nav a[data-route=""]`)
+		b.wait("the list", "location.pathname === '/' && document.querySelectorAll('#proxies tbody tr').length === 2")
+		b.wait("the slow answers in", "window.testRequests.some((r) => r.key === 'GET /api/v1/status') && window.testRequests.every((r) => r.done)")
+		time.Sleep(200 * time.Millisecond) // and whatever they would draw is drawn
+		if s := eval[string](b, "location.pathname + ' ' + document.querySelector('main h1').textContent"); s != "/ Proxies" {
+			t.Errorf("after going to zeta, the status and back to the list, the page shows %q", s)
+		}
+	})
+
+	// The list refetches on a timer (a minute; shortened here), one timer
+	// however the page was reached, stopped while the tab is hidden and
+	// when the page is left.
+	t.Run("refetch every minute, paused while hidden", func(t *testing.T) {
+		b.t = t
+		const list = "GET /api/v1/proxies"
+		eval[bool](b, "localStorage.setItem('doppel.refresh-ms', '300'), true")
+		b.open("/")
+		b.wait("the list", "document.querySelectorAll('#proxies tbody tr').length === 2")
+		// Two loads of the list at once, each answered late.
+		eval[bool](b, "window.testDelays['"+list+"'] = 150, document.querySelector('nav a[data-route=\"\"]').click(), document.querySelector('nav a[data-route=\"\"]').click(), true")
+		time.Sleep(400 * time.Millisecond)
+		eval[bool](b, "delete window.testDelays['"+list+"'], true")
+		before := b.requests(list)
+		time.Sleep(1500 * time.Millisecond)
+		if n := b.requests(list) - before; n < 2 || n > 7 {
+			t.Errorf("%d fetches of the list in 1.5 s at one every 0.3 s", n)
+		}
+		b.visibility("hidden")
+		time.Sleep(100 * time.Millisecond) // a fetch under way may land
+		hidden := b.requests(list)
+		time.Sleep(1000 * time.Millisecond)
+		if n := b.requests(list) - hidden; n != 0 {
+			t.Errorf("%d fetches of the list while the tab is hidden", n)
+		}
+		b.visibility("visible")
+		b.wait("fetched when shown again, then every 0.3 s", "window.testRequests.filter((r) => r.key === '"+list+"').length >= "+strconv.Itoa(hidden+3))
+		b.click(`nav a[data-route="status"]`)
+		b.wait("the status", "document.getElementById('status-count')")
+		time.Sleep(100 * time.Millisecond)
+		left := b.requests(list)
+		time.Sleep(800 * time.Millisecond)
+		if n := b.requests(list) - left; n != 0 {
+			t.Errorf("%d fetches of the list after leaving it", n)
+		}
+		eval[bool](b, "localStorage.removeItem('doppel.refresh-ms'), true")
+		b.open("/")
+		b.wait("the list", "document.querySelectorAll('#proxies tbody tr').length === 2 && !document.getElementById('new-proxy').disabled")
 	})
 
 	t.Run("create", func(t *testing.T) {
@@ -311,8 +484,13 @@ func TestDashboardInABrowser(t *testing.T) {
 		b.set(`[data-path="resolve.type"]`, "header")
 		b.set(`[data-path="resolve.header"]`, "X-Fresh")
 		b.wait("the form valid", "!document.querySelector('[aria-invalid=\"true\"]')")
+		asked := b.requests("GET /api/v1/access")
 		b.click("#save")
 		b.wait("the new proxy's page", "location.pathname === '/proxies/fresh' && document.getElementById('revision').textContent.includes('revision')")
+		// What the caller may do with the new proxy is asked again.
+		if b.requests("GET /api/v1/access") <= asked {
+			t.Error("the access report is not fetched again after a create")
+		}
 		if status, body := adminCall(t, base, "GET", "/api/v1/proxies/fresh", ""); status != 200 || body["proxy"].(map[string]any)["url"] != "http://127.0.0.1:9009/base" {
 			t.Fatalf("the created proxy: %d %v", status, body)
 		}
@@ -368,6 +546,58 @@ func TestDashboardInABrowser(t *testing.T) {
 		b.wait("the server's refusal", "document.getElementById('banner').textContent.includes('refused') && document.getElementById('banner').textContent.includes('timeout')")
 	})
 
+	// The YAML mode reads YAML as JSON would have it (a date stays text),
+	// does not switch to a form that would drop what it has no field for,
+	// and sends the envelope: a document whose top-level key is proxy is
+	// a document, not the envelope.
+	t.Run("yaml: JSON types, unknown keys, the envelope", func(t *testing.T) {
+		b.t = t
+		b.open("/proxies/renamed")
+		b.wait("the form", "document.querySelector('[data-path=\"timeout\"]') && document.querySelector('[data-path=\"timeout\"]').value === '45'")
+		b.click("#mode")
+		b.wait("the YAML", "document.getElementById('yaml').value.includes('timeout: 45')")
+		loaded := eval[string](b, "document.getElementById('yaml').value")
+		if strings.Contains(loaded, "\nheaders:") || strings.Contains(loaded, "colour") {
+			t.Fatalf("unexpected YAML:\n%s", loaded)
+		}
+		withDate := loaded + "headers:\n  X-Date: 2024-01-01\n"
+		b.set("#yaml", withDate)
+		b.click("#save")
+		b.wait("saved", "document.getElementById('toast').textContent === 'Saved proxy renamed' && document.getElementById('yaml').value.includes('X-Date')")
+		_, body := adminCall(t, base, "GET", "/api/v1/proxies/renamed", "")
+		if h, _ := body["proxy"].(map[string]any)["headers"].(map[string]any); h["X-Date"] != "2024-01-01" {
+			t.Errorf("the header is stored as %v, want the text 2024-01-01", h["X-Date"])
+		}
+		put := eval[string](b, "window.testRequests.filter((r) => r.key === 'PUT /api/v1/proxies/renamed').at(-1).body")
+		var sent map[string]any
+		if err := json.Unmarshal([]byte(put), &sent); err != nil || len(sent) != 2 || sent["revision"] == nil || sent["proxy"] == nil {
+			t.Errorf("the save did not send {revision, proxy}: %s", put)
+		}
+
+		current := eval[string](b, "document.getElementById('yaml').value")
+		b.set("#yaml", current+"colour: blue\nmocks:\n  - {name: m, request: {url: x, shade: dark}, response: {status: 200}}\n")
+		b.click("#mode")
+		b.wait("the switch refused", "document.getElementById('banner').textContent.includes('no field')")
+		if s := eval[string](b, "document.getElementById('banner').textContent"); !strings.Contains(s, "colour") || !strings.Contains(s, "mocks[0].request.shade") {
+			t.Errorf("the refusal does not name the unknown keys: %q", s)
+		}
+		if !eval[bool](b, "!document.getElementById('yaml').hidden && document.getElementById('mode').textContent === 'Edit as form'") {
+			t.Error("the page left the YAML mode")
+		}
+		b.set("#yaml", current)
+		b.click("#mode")
+		b.wait("the form", "!document.querySelector('fieldset.plain').hidden && [...document.querySelectorAll('[data-path=\"headers\"] input')].some((e) => e.value === '2024-01-01')")
+
+		b.click("#mode")
+		b.wait("the YAML", "!document.getElementById('yaml').hidden")
+		b.set("#yaml", "proxy:\n  name: renamed\n  type: http\n  url: http://127.0.0.1:9009/elsewhere\n  resolve: {type: header, header: X-Fresh}\n  timeout: 45\n")
+		b.click("#save")
+		b.wait("the server's refusal", "document.getElementById('banner').textContent.includes('refused')")
+		if _, body := adminCall(t, base, "GET", "/api/v1/proxies/renamed", ""); body["proxy"].(map[string]any)["url"] != "http://127.0.0.1:9009/base" {
+			t.Fatalf("a document with a proxy key was taken for the envelope: %v", body)
+		}
+	})
+
 	t.Run("stale save is refused", func(t *testing.T) {
 		b.t = t
 		b.open("/proxies/renamed")
@@ -400,6 +630,31 @@ func TestDashboardInABrowser(t *testing.T) {
 		b.screenshot("form")
 		eval[bool](b, "document.querySelector('fieldset.item').scrollIntoView(), window.scrollBy(0, -16), true")
 		b.screenshot("form-mocks")
+	})
+
+	// The list remembers each proxy's revision: a delete after someone
+	// else changed it is refused, and nothing goes.
+	t.Run("stale delete is refused", func(t *testing.T) {
+		b.t = t
+		b.open("/")
+		b.wait("the list", "document.querySelectorAll('#proxies tbody tr').length === 3")
+		_, body := adminCall(t, base, "GET", "/api/v1/proxies/zeta", "")
+		doc := body["proxy"].(map[string]any)
+		doc["timeout"] = 33
+		raw, _ := json.Marshal(map[string]any{"revision": body["revision"], "proxy": doc})
+		if status, _ := adminCall(t, base, "PUT", "/api/v1/proxies/zeta", string(raw)); status != 200 {
+			t.Fatalf("the other writer: %d", status)
+		}
+		b.click("tr[data-proxy=zeta] button.danger")
+		b.wait("the confirmation", "document.getElementById('confirm-dialog').open && document.getElementById('confirm-list').textContent.includes('answer.json.j2')")
+		b.click("#confirm-ok")
+		b.wait("the refusal", "document.getElementById('toast').textContent === 'Not deleted: proxy zeta changed since you loaded it; reload to see the current version.'")
+		if status, _ := adminCall(t, base, "GET", "/api/v1/proxies/zeta", ""); status != 200 {
+			t.Fatalf("the stale delete deleted: %d", status)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "templates", "zeta", "answer.json.j2")); err != nil {
+			t.Errorf("its template file: %v", err)
+		}
 	})
 
 	t.Run("delete", func(t *testing.T) {
@@ -463,6 +718,16 @@ func TestDashboardInABrowser(t *testing.T) {
 		// A client route survives a reload of the page.
 		b.do("reloading the page", chromedp.Reload())
 		b.wait("the status again", "location.pathname === '/status' && document.getElementById('status-count') && document.getElementById('status-count').textContent === '3'")
+	})
+
+	// An address that does not decode is no page, not a failure.
+	t.Run("malformed address", func(t *testing.T) {
+		b.t = t
+		b.open("/proxies/%E0")
+		b.wait("not found", "document.querySelector('main h1') && document.querySelector('main h1').textContent === 'Not here'")
+		if eval[bool](b, "!!document.getElementById('failure')") {
+			t.Error("a malformed address is shown as a failure")
+		}
 	})
 
 	t.Run("dark theme", func(t *testing.T) {

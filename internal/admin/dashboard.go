@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"bytes"
 	"html"
 	"io/fs"
 	"net/http"
@@ -146,10 +145,13 @@ func (s *Server) dashboardPage(w http.ResponseWriter, r *http.Request) {
 		root = strings.Repeat("../", depth)
 	}
 	header := string(s.ctl.Holder().Load().Document.Admin.Auth.Header) // in force: a reload may change it
-	page := dashboardAssets()["index.html"].body
-	page = bytes.ReplaceAll(page, []byte("{{title}}"), []byte(html.EscapeString(s.title)))
-	page = bytes.ReplaceAll(page, []byte("{{header}}"), []byte(html.EscapeString(header)))
-	page = bytes.ReplaceAll(page, []byte("{{root}}"), []byte(root))
+	// One pass: what is put in is never searched for placeholders, so a
+	// title such as "{{root}}" stays text.
+	page := []byte(strings.NewReplacer(
+		"{{title}}", html.EscapeString(s.title),
+		"{{header}}", html.EscapeString(header),
+		"{{root}}", root,
+	).Replace(string(dashboardAssets()["index.html"].body)))
 	serveFixed(w, r, "text/html; charset=utf-8", page, etagOf(page))
 }
 

@@ -165,3 +165,21 @@ func TestDashboardTitleIsEscaped(t *testing.T) {
 		}
 	}
 }
+
+// The placeholders are filled in one pass: a title that reads like one
+// is shown as written, not filled in again.
+func TestDashboardTitleLikePlaceholders(t *testing.T) {
+	title := "{{root}} {{header}} {{title}}"
+	e := newEnv(t, strings.Replace(baseDoc, "  port: 8081\n", "  port: 8081\n  title: '"+title+"'\n", 1), nil)
+	a := e.call(t, "GET", "/proxies/zeta", "", "")
+	expectPage(t, a, "/proxies/zeta")
+	if !strings.Contains(a.raw, "<title>"+title+"</title>") {
+		t.Errorf("the title is not shown as written:\n%s", a.raw)
+	}
+	if got := strings.Count(a.raw, title); got != 2 {
+		t.Errorf("the title appears %d times, want 2:\n%s", got, a.raw)
+	}
+	if !strings.Contains(a.raw, `href="../static/app.css"`) || !strings.Contains(a.raw, `content="X-Proxy-Authorization"`) {
+		t.Errorf("the placeholders are not filled in:\n%s", a.raw)
+	}
+}

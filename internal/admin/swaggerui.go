@@ -83,6 +83,7 @@ func assetMediaTypes() []string {
 // look for them at the root. ServeHTTP has already dropped the slash from
 // the path, so the request line tells.
 func (s *Server) swaggerUI(w http.ResponseWriter, r *http.Request) {
+	swaggerHeaders(w)
 	sent, _, _ := strings.Cut(r.RequestURI, "?")
 	if !strings.HasSuffix(sent, "/") {
 		w.Header().Set("Location", "swagger-ui/") // relative: survives a reverse proxy's prefix
@@ -96,12 +97,22 @@ func (s *Server) swaggerAsset(w http.ResponseWriter, r *http.Request) {
 	s.serveAsset(w, r, r.PathValue("asset"))
 }
 
+// swaggerHeaders go on every answer under /swagger-ui/: it may not be
+// framed. Only frame-ancestors, not the dashboard's whole policy: Swagger
+// UI sets inline styles.
+func swaggerHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Robots-Tag", "noindex, nofollow, noarchive")
+}
+
 func (s *Server) serveAsset(w http.ResponseWriter, r *http.Request, name string) {
+	swaggerHeaders(w)
 	a, ok := swaggerAssets()[name]
 	if !ok {
 		apierr.Write(w, apierr.NotFound, "no such file: /swagger-ui/"+name)
 		return
 	}
-	w.Header().Set("X-Robots-Tag", "noindex, nofollow, noarchive")
 	serveFixed(w, r, a.contentType, a.body, a.etag)
 }

@@ -36,12 +36,28 @@ export function token() {
   return kept.value;
 }
 
+// tokenExpiry is when the kept token is forgotten (ms since the epoch), or
+// 0 when none is kept.
+export function tokenExpiry() {
+  if (!token()) {
+    return 0;
+  }
+  return JSON.parse(localStorage.getItem(tokenKey)).expires;
+}
+
 export function keepToken(value) {
   localStorage.setItem(tokenKey, JSON.stringify({ value, expires: Date.now() + tokenLifetime }));
 }
 
 export function forgetToken() {
   localStorage.removeItem(tokenKey);
+}
+
+// unauthorized is told of every 401, with the token that was sent ('' for
+// none), so the page can ask for another and learn what it may do now.
+let unauthorized = () => {};
+export function whenUnauthorized(fn) {
+  unauthorized = fn;
 }
 
 // call sends one request and returns {status, headers, data}; an error
@@ -76,6 +92,9 @@ export async function call(method, path, opts = {}) {
     } catch {
       data = text;
     }
+  }
+  if (res.status === 401 && opts.token === undefined) {
+    unauthorized(tok);
   }
   if (!res.ok) {
     if (data && typeof data === 'object' && data.status === 'error') {

@@ -1,17 +1,18 @@
 // The dashboard: a client of the admin API with the same token rules.
 // Routes: '' (the proxies), 'new', 'proxies/<name>', 'status'.
-import { access, call, forgetToken, keepToken, refusal, root, token } from './api.js';
+import { access, call, forgetToken, keepToken, refusal, root, token, tokenExpiry, whenUnauthorized } from './api.js';
 import { el } from './form.js';
 import { proxyPage } from './proxy.js';
 
 const main = document.getElementById('main');
-const refreshEvery = 60 * 1000;
+const refreshKey = 'doppel.refresh-ms';
 const anonymousKey = 'doppel.anonymous';
 const themeKey = 'doppel.theme';
 
 const app = {
   main,
   report: null,
+  editing: false, // the page in force holds an edit that may be saved
   schemaPromise: null,
   schema() {
     if (!this.schemaPromise) {
@@ -30,6 +31,7 @@ const app = {
     route();
   },
   route: () => route(),
+  refreshAccess: () => refreshAccess().catch(() => {}),
   toast,
   confirmDelete,
 };
@@ -69,19 +71,85 @@ function failure(e) {
 
 // ---- access and the token
 
+// refreshAccess asks what the caller may do. The access report is asked
+// again after every write and every 401, so what the page disables
+// follows the server. A kept token the server no longer knows is
+// forgotten, and another asked for.
 async function refreshAccess() {
-  app.report = await access();
-  const c = app.report.caller;
+  const kept = token();
+  const report = await access();
+  if (kept && kept === token() && report.caller.kind !== 'token') {
+    tokenLapsed('Doppel no longer knows the token kept in this browser; it is forgotten.');
+  }
+  app.report = report;
+  const c = report.caller;
   document.getElementById('caller').textContent = c.kind === 'token' ? 'Token ' + c.name + ' (' + c.group + ')' : 'No token';
   document.getElementById('sign-out').hidden = !token();
+  watchExpiry();
 }
+
+// The kept token is forgotten after an hour: then the page asks for
+// another, as it does when the server refuses the token.
+let expiryTimer = 0;
+function watchExpiry() {
+  clearTimeout(expiryTimer);
+  const expires = tokenExpiry();
+  if (!expires) {
+    return;
+  }
+  expiryTimer = setTimeout(() => {
+    if (token()) {
+      watchExpiry(); // not yet, or a new one was kept meanwhile
+      return;
+    }
+    tokenLapsed('The token kept in this browser expired after one hour; it is forgotten.');
+    app.refreshAccess();
+  }, Math.min(expires - Date.now(), 2 ** 31 - 1) + 10);
+}
+
+// lapsed is set while the token dialog is open because the kept token
+// stopped working: closing it then leaves an edit in progress alone.
+let lapsed = false;
+
+function tokenLapsed(reason) {
+  forgetToken();
+  clearTimeout(expiryTimer);
+  document.getElementById('sign-out').hidden = true;
+  lapsed = true;
+  openTokenDialog(reason);
+}
+
+whenUnauthorized((sent) => {
+  if (sent && sent === token()) {
+    tokenLapsed('Doppel refused the token kept in this browser; it is forgotten.');
+  }
+  app.refreshAccess();
+});
 
 const tokenDialog = document.getElementById('token-dialog');
 
-function openTokenDialog() {
+// openTokenDialog asks for a token, saying why when the kept one lapsed.
+function openTokenDialog(reason) {
+  if (tokenDialog.open) {
+    return;
+  }
+  const why = document.getElementById('token-reason');
+  why.textContent = reason || '';
+  why.hidden = !reason;
   document.getElementById('token-input').value = '';
   document.getElementById('token-error').hidden = true;
   tokenDialog.showModal();
+}
+
+// afterDialog draws the page again for the new caller, except an edit in
+// progress when the dialog opened because the token lapsed: that stays,
+// and a save uses the token given now.
+function afterDialog() {
+  const keep = lapsed && app.editing;
+  lapsed = false;
+  if (!keep) {
+    route();
+  }
 }
 
 document.getElementById('token-form').addEventListener('submit', async (ev) => {
@@ -104,22 +172,23 @@ document.getElementById('token-form').addEventListener('submit', async (ev) => {
   keepToken(value);
   sessionStorage.removeItem(anonymousKey);
   tokenDialog.close();
-  await refreshAccess();
+  await app.refreshAccess();
   toast('Signed in as ' + report.caller.name);
-  route();
+  afterDialog();
 });
 
 document.getElementById('token-anonymous').addEventListener('click', () => {
   sessionStorage.setItem(anonymousKey, '1');
   tokenDialog.close();
-  route();
+  afterDialog();
 });
 
-document.getElementById('token-open').addEventListener('click', openTokenDialog);
+document.getElementById('token-open').addEventListener('click', () => openTokenDialog());
 
 document.getElementById('sign-out').addEventListener('click', async () => {
   forgetToken();
-  await refreshAccess();
+  clearTimeout(expiryTimer);
+  await app.refreshAccess();
   toast('Signed out: the token is forgotten');
   route();
 });
@@ -160,14 +229,25 @@ async function confirmDelete(name, revision) {
     return false;
   }
   toast('Deleted proxy ' + name);
+  await app.refreshAccess();
   return true;
 }
 
 // ---- the proxy list
 
+// The list refetches every minute while the tab is visible. There is at
+// most one timer: it is cleared before another is set, and only the list
+// page in force sets one.
 let refreshTimer = 0;
 let lastFetch = 0;
 let refreshList = null;
+
+// refreshEvery is a minute. The browser tests shorten it with a
+// localStorage entry; it changes only how often this browser asks.
+function refreshEvery() {
+  const ms = Number(localStorage.getItem(refreshKey));
+  return Number.isInteger(ms) && ms >= 100 ? ms : 60 * 1000;
+}
 
 function stopRefresh() {
   clearInterval(refreshTimer);
@@ -175,19 +255,22 @@ function stopRefresh() {
   refreshList = null;
 }
 
-// The list refetches every minute while the tab is visible.
+function startRefresh() {
+  clearInterval(refreshTimer);
+  refreshTimer = 0;
+  if (refreshList && document.visibilityState === 'visible') {
+    refreshTimer = setInterval(() => refreshList && refreshList(), refreshEvery());
+  }
+}
+
 document.addEventListener('visibilitychange', () => {
   if (!refreshList) {
     return;
   }
-  clearInterval(refreshTimer);
-  refreshTimer = 0;
-  if (document.visibilityState === 'visible') {
-    if (Date.now() - lastFetch >= refreshEvery) {
-      refreshList();
-    }
-    refreshTimer = setInterval(() => refreshList && refreshList(), refreshEvery);
+  if (document.visibilityState === 'visible' && Date.now() - lastFetch >= refreshEvery()) {
+    refreshList();
   }
+  startRefresh();
 });
 
 function upstream(url) {
@@ -224,7 +307,9 @@ function resolution(p) {
   return p.resolve && p.resolve.type === 'header' ? 'header ' + p.resolve.header + ': ' + p.name : 'default';
 }
 
-async function listPage() {
+// Each page gets the signal of its visit: once the address changes, it
+// is aborted, and the page draws nothing more and starts no timer.
+async function listPage(signal) {
   const createRefused = refusal(app.report, 'create');
   const stamp = el('span', { class: 'muted', id: 'refreshed' });
   const body = el('div', { class: 'panel' });
@@ -235,7 +320,7 @@ async function listPage() {
   const listRefused = refusal(app.report, 'list');
   if (listRefused) {
     body.append(el('p', { id: 'list-refused', text: 'The proxies are not shown: ' + listRefused + '.' }),
-      el('button', { type: 'button', text: 'Present a token', onclick: openTokenDialog }));
+      el('button', { type: 'button', text: 'Present a token', onclick: () => openTokenDialog() }));
     return;
   }
   const fill = async () => {
@@ -243,7 +328,12 @@ async function listPage() {
     try {
       proxies = (await call('GET', 'api/v1/proxies')).data.proxies;
     } catch (e) {
-      body.replaceChildren(el('p', { class: 'error', text: 'The list could not be fetched: ' + e.message }));
+      if (!signal.aborted) {
+        body.replaceChildren(el('p', { class: 'error', text: 'The list could not be fetched: ' + e.message }));
+      }
+      return;
+    }
+    if (signal.aborted) {
       return;
     }
     lastFetch = Date.now();
@@ -275,8 +365,8 @@ async function listPage() {
   };
   refreshList = fill;
   await fill();
-  if (document.visibilityState === 'visible') {
-    refreshTimer = setInterval(() => refreshList && refreshList(), refreshEvery);
+  if (!signal.aborted) {
+    startRefresh();
   }
 }
 
@@ -290,8 +380,11 @@ function duration(seconds) {
   return (d ? d + 'd ' : '') + (d || h ? h + 'h ' : '') + (d || h || m ? m + 'm ' : '') + s + 's';
 }
 
-async function statusPage() {
+async function statusPage(signal) {
   const st = (await call('GET', 'api/v1/status')).data;
+  if (signal.aborted) {
+    return;
+  }
   const reloadRefused = refusal(app.report, 'update');
   const result = el('div', { id: 'reload-result' });
   const reload = el('button', { type: 'button', id: 'reload', class: 'primary', text: 'Reload configuration', disabled: !!reloadRefused,
@@ -301,7 +394,13 @@ async function statusPage() {
     try {
       const r = (await call('POST', 'api/v1/config/reload')).data;
       toast('Reloaded: revision ' + r.revision + ', ' + r.proxies + (r.proxies === 1 ? ' proxy' : ' proxies'));
-      await statusPage();
+      if (signal.aborted) {
+        return;
+      }
+      await statusPage(signal);
+      if (signal.aborted) {
+        return;
+      }
       if (r.unapplied && r.unapplied.length) {
         document.getElementById('reload-result').replaceChildren(el('div', { class: 'banner' },
           el('strong', { text: 'Changed, but in force only after a restart: ' + r.unapplied.join(', ') })));
@@ -337,9 +436,31 @@ function currentRoute() {
   return path.startsWith(base) ? path.slice(base.length).replace(/\/+$/, '') : '';
 }
 
-let routing = 0;
+function notHere() {
+  main.replaceChildren(el('h1', { text: 'Not here' }), el('p', {}, 'The dashboard has no page at this address. ', el('a', { href: root.pathname, 'data-route': '', text: 'See the proxies.' })));
+}
+
+// proxyName is the name in a proxies/<name> address, or '' when the
+// address is not one (a malformed escape such as %E0 included).
+function proxyName(r) {
+  if (!r.startsWith('proxies/') || r.slice(8).includes('/')) {
+    return '';
+  }
+  try {
+    return decodeURIComponent(r.slice(8));
+  } catch {
+    return '';
+  }
+}
+
+let visit = null;
 async function route() {
-  const mine = ++routing;
+  if (visit) {
+    visit.abort();
+  }
+  visit = new AbortController();
+  const signal = visit.signal;
+  app.editing = false;
   stopRefresh();
   const r = currentRoute();
   for (const a of document.querySelectorAll('.bar nav a[data-route]')) {
@@ -348,20 +469,23 @@ async function route() {
   try {
     if (!app.report) {
       await refreshAccess();
+      if (signal.aborted) {
+        return;
+      }
     }
     if (r === '') {
-      await listPage();
+      await listPage(signal);
     } else if (r === 'status') {
-      await statusPage();
+      await statusPage(signal);
     } else if (r === 'new') {
-      await proxyPage(app, null);
-    } else if (r.startsWith('proxies/') && !r.slice(8).includes('/')) {
-      await proxyPage(app, decodeURIComponent(r.slice(8)));
+      await proxyPage(app, null, signal);
+    } else if (proxyName(r)) {
+      await proxyPage(app, proxyName(r), signal);
     } else {
-      main.replaceChildren(el('h1', { text: 'Not here' }), el('p', {}, 'The dashboard has no page at this address. ', el('a', { href: root.pathname, 'data-route': '', text: 'See the proxies.' })));
+      notHere();
     }
   } catch (e) {
-    if (mine === routing) {
+    if (!signal.aborted) {
       failure(e);
     }
   }

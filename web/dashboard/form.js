@@ -117,6 +117,31 @@ export class SchemaForm {
     return '';
   }
 
+  // unknown lists, by path, what in value the form has no field for:
+  // keys the schema does not name, and a group or a list given as
+  // something else. The form would drop them.
+  unknown(node, value, path = '') {
+    const s = this.resolve(node);
+    if (value === undefined || value === null) {
+      return [];
+    }
+    const isMapping = typeof value === 'object' && !Array.isArray(value);
+    const at = (k) => (path ? path + '.' + k : k);
+    if (s.type === 'object' && !isMapping) {
+      return [(path || 'the document') + ' (not a mapping)'];
+    }
+    if (s.type === 'object' && s.properties) {
+      return Object.keys(value).flatMap((k) => (Object.hasOwn(s.properties, k) ? this.unknown(s.properties[k], value[k], at(k)) : [at(k)]));
+    }
+    if (s.type === 'array' && this.resolve(s.items).type === 'object') {
+      if (!Array.isArray(value)) {
+        return [path + ' (not a list)'];
+      }
+      return value.flatMap((v, i) => this.unknown(s.items, v, path + '[' + i + ']'));
+    }
+    return [];
+  }
+
   // build returns a field over value: {el, get(), check()}. get() is the
   // value as typed (undefined when an optional field is left empty);
   // check() marks the field and returns its number of problems.

@@ -2,7 +2,12 @@
 // with the revision it was loaded at.
 import { call, refusal } from './api.js';
 import { SchemaForm, el } from './form.js';
-import { dump as toYAML, load as fromYAML } from './js-yaml.js';
+import { JSON_SCHEMA, dump as toYAML, load } from './js-yaml.js';
+
+// The YAML mode reads with the JSON schema: the API speaks JSON, so
+// 2024-01-01 stays text instead of becoming a date, and nothing but
+// text, numbers, booleans, null, mappings and lists comes out.
+const fromYAML = (text) => load(text, { schema: JSON_SCHEMA });
 
 // A new proxy starts from the defaults the server would fill in.
 const blank = {
@@ -11,12 +16,17 @@ const blank = {
 };
 
 // proxyPage shows the proxy called name, or a new one when name is null.
-export async function proxyPage(app, name) {
+// signal is aborted when the address changes: from then on the page draws
+// nothing and goes nowhere.
+export async function proxyPage(app, name, signal) {
   const creating = name === null;
   const [schema, loaded] = await Promise.all([
     app.schema(),
     creating ? null : call('GET', 'api/v1/proxies/' + encodeURIComponent(name)),
   ]);
+  if (signal.aborted) {
+    return;
+  }
   let current = name;
   let revision = creating ? '' : loaded.data.revision;
   let doc = creating ? structuredClone(blank) : loaded.data.proxy;
@@ -26,6 +36,7 @@ export async function proxyPage(app, name) {
 
   const saveRefused = refusal(app.report, creating ? 'create' : 'update', current);
   const deleteRefused = creating ? 'Not created yet' : refusal(app.report, 'delete', current);
+  app.editing = !saveRefused;
 
   const title = el('h1', { text: creating ? 'New proxy' : 'Proxy ' + current });
   const modeButton = el('button', { type: 'button', id: 'mode', text: 'Edit as YAML' });
@@ -105,6 +116,13 @@ export async function proxyPage(app, name) {
       if (!parsed) {
         return;
       }
+      // The form has a field for what the schema names, and would drop
+      // anything else without a word: refuse, and say what.
+      const unknown = forms.unknown({ $ref: '#/$defs/Proxy' }, parsed);
+      if (unknown.length) {
+        showBanner('error', 'The form has no field for ' + (unknown.length === 1 ? 'this' : 'these') + '; remove ' + (unknown.length === 1 ? 'it' : 'them') + ' from the YAML to switch, or save as YAML:', unknown);
+        return;
+      }
       doc = parsed;
       showForm();
       yamlMode = false;
@@ -125,10 +143,21 @@ export async function proxyPage(app, name) {
       if (creating) {
         const res = await call('POST', 'api/v1/proxies', { body: { proxy: edited } });
         app.toast('Created proxy ' + res.data.proxy.name);
+        await app.refreshAccess();
+        if (signal.aborted) {
+          return;
+        }
         app.navigate('proxies/' + encodeURIComponent(res.data.proxy.name), true);
         return;
       }
-      const res = await call('PUT', 'api/v1/proxies/' + encodeURIComponent(current), { body: edited, ifMatch: revision });
+      // Always the envelope: a bare document with a top-level proxy key
+      // would be taken for one.
+      const res = await call('PUT', 'api/v1/proxies/' + encodeURIComponent(current), { body: { revision, proxy: edited }, ifMatch: revision });
+      await app.refreshAccess();
+      if (signal.aborted) {
+        app.toast('Saved proxy ' + res.data.proxy.name);
+        return;
+      }
       const renamed = res.data.proxy.name !== current;
       revision = res.data.revision;
       doc = res.data.proxy;
@@ -145,6 +174,10 @@ export async function proxyPage(app, name) {
       }
       showRevision();
     } catch (e) {
+      if (signal.aborted) {
+        app.toast('Not saved: ' + e.message, true);
+        return;
+      }
       if (e.code === 'REVISION_MISMATCH') {
         showBanner('warn', 'Not saved: proxy ' + current + ' changed since you loaded it; reload to see the current version.', [
           'Your edit is still on this page. Reloading shows the current version and discards it.',
@@ -160,7 +193,7 @@ export async function proxyPage(app, name) {
   });
 
   deleteButton.addEventListener('click', async () => {
-    if (await app.confirmDelete(current, revision)) {
+    if (await app.confirmDelete(current, revision) && !signal.aborted) {
       app.navigate('', false);
     }
   });
