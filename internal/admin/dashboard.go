@@ -2,10 +2,7 @@ package admin
 
 import (
 	"html"
-	"io/fs"
 	"net/http"
-	"path"
-	"slices"
 	"strings"
 	"sync"
 
@@ -24,56 +21,7 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 
 const robotsTxt = "User-agent: *\nDisallow: /\n"
 
-var dashboardAssets = sync.OnceValue(func() map[string]asset {
-	files := web.Dashboard()
-	entries, err := fs.ReadDir(files, ".")
-	if err != nil {
-		panic(err) // embedded: cannot fail
-	}
-	out := map[string]asset{}
-	for _, e := range entries {
-		body, err := fs.ReadFile(files, e.Name())
-		if err != nil {
-			panic(err)
-		}
-		ct, ok := assetTypes[path.Ext(e.Name())]
-		if !ok {
-			panic("web/dashboard/" + e.Name() + ": no content type for its extension")
-		}
-		out[e.Name()] = asset{body: body, contentType: ct, etag: etagOf(body)}
-	}
-	return out
-})
-
-// dashboardFiles lists the files served under /static/, for the document:
-// every embedded file but the page, which is served at the root.
-func dashboardFiles() []any {
-	var names []string
-	for name := range dashboardAssets() {
-		if name != "index.html" {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	out := make([]any, len(names))
-	for i, n := range names {
-		out[i] = n
-	}
-	return out
-}
-
-// dashboardMediaTypes lists their content types, without parameters.
-func dashboardMediaTypes() []string {
-	var out []string
-	for name, a := range dashboardAssets() {
-		mt, _, _ := strings.Cut(a.contentType, ";")
-		if name != "index.html" && !slices.Contains(out, mt) {
-			out = append(out, mt)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
+var dashboardAssets = sync.OnceValue(func() assets { return loadAssets(web.Dashboard(), "web/dashboard") })
 
 // dashboardRoutes are the dashboard's entries in the route table.
 func (s *Server) dashboardRoutes() []route {
@@ -94,7 +42,7 @@ func (s *Server) dashboardRoutes() []route {
 		{"GET", "/static/{resource}", s.dashboardAsset, api{
 			tag: tagDashboard, summary: "A file of the dashboard",
 			ok: []reply{
-				{status: 200, means: "the file", media: dashboardMediaTypes(), schema: schemaText, headers: []string{"ETag"}},
+				{status: 200, means: "the file", media: dashboardAssets().mediaTypes("index.html"), schema: schemaText, headers: []string{"ETag"}},
 				{status: 304, means: "unchanged since the `ETag` in `If-None-Match`"},
 			},
 			codes: []apierr.Code{apierr.NotFound},

@@ -99,10 +99,10 @@ var pathParams = map[string]func() map[string]any{
 		return map[string]any{"description": "The template file's name; checked after percent-decoding.", "schema": ref("TemplateName")}
 	},
 	"resource": func() map[string]any {
-		return map[string]any{"description": "A file of the dashboard.", "schema": map[string]any{"type": "string", "enum": dashboardFiles()}}
+		return map[string]any{"description": "A file of the dashboard.", "schema": map[string]any{"type": "string", "enum": dashboardAssets().names("index.html")}}
 	},
 	"asset": func() map[string]any {
-		return map[string]any{"description": "A file of the page.", "schema": map[string]any{"type": "string", "enum": assetNames()}}
+		return map[string]any{"description": "A file of the page.", "schema": map[string]any{"type": "string", "enum": swaggerAssets().names("")}}
 	},
 }
 

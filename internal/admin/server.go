@@ -183,7 +183,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/swagger-ui/{asset}", s.swaggerAsset, api{
 			tag: tagDocs, summary: "A Swagger UI asset",
 			ok: []reply{
-				{status: 200, means: "the file", media: assetMediaTypes(), schema: schemaText, headers: []string{"ETag"}},
+				{status: 200, means: "the file", media: swaggerAssets().mediaTypes(""), schema: schemaText, headers: []string{"ETag"}},
 				{status: 304, means: "unchanged since the `ETag` in `If-None-Match`"},
 			},
 			codes: []apierr.Code{apierr.NotFound},

@@ -30,13 +30,18 @@ var assetTypes = map[string]string{
 	"":      "text/plain; charset=utf-8", // LICENSE, NOTICE
 }
 
-var swaggerAssets = sync.OnceValue(func() map[string]asset {
-	files := web.SwaggerUI()
+var swaggerAssets = sync.OnceValue(func() assets { return loadAssets(web.SwaggerUI(), "web/swagger-ui") })
+
+// assets are embedded files by name, ready to serve.
+type assets map[string]asset
+
+// loadAssets reads every file of files (embedded from dir) once.
+func loadAssets(files fs.FS, dir string) assets {
 	entries, err := fs.ReadDir(files, ".")
 	if err != nil {
 		panic(err) // embedded: cannot fail
 	}
-	out := map[string]asset{}
+	out := assets{}
 	for _, e := range entries {
 		body, err := fs.ReadFile(files, e.Name())
 		if err != nil {
@@ -44,18 +49,20 @@ var swaggerAssets = sync.OnceValue(func() map[string]asset {
 		}
 		ct, ok := assetTypes[path.Ext(e.Name())]
 		if !ok {
-			panic("web/swagger-ui/" + e.Name() + ": no content type for its extension")
+			panic(dir + "/" + e.Name() + ": no content type for its extension")
 		}
 		out[e.Name()] = asset{body: body, contentType: ct, etag: etagOf(body)}
 	}
 	return out
-})
+}
 
-// assetNames lists the files served under /swagger-ui/, for the document.
-func assetNames() []any {
+// names lists the files, but for except, sorted, as the document's enum.
+func (as assets) names(except string) []any {
 	var names []string
-	for name := range swaggerAssets() {
-		names = append(names, name)
+	for name := range as {
+		if name != except {
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
 	out := make([]any, len(names))
@@ -65,12 +72,13 @@ func assetNames() []any {
 	return out
 }
 
-// assetMediaTypes lists their content types, without parameters.
-func assetMediaTypes() []string {
+// mediaTypes lists the files' content types, but for except's, without
+// parameters.
+func (as assets) mediaTypes(except string) []string {
 	var out []string
-	for _, a := range swaggerAssets() {
+	for name, a := range as {
 		mt, _, _ := strings.Cut(a.contentType, ";")
-		if !slices.Contains(out, mt) {
+		if name != except && !slices.Contains(out, mt) {
 			out = append(out, mt)
 		}
 	}
