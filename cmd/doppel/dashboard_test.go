@@ -632,6 +632,51 @@ func TestDashboardInABrowser(t *testing.T) {
 		b.screenshot("form-mocks")
 	})
 
+	// A document the schema lets through but a cross-field rule refuses
+	// (V16: mock names are unique; V21: an inline template parses): each
+	// violation sits beside the field its path names, the first is
+	// focused, and the banner only sums up.
+	t.Run("server violations on fields", func(t *testing.T) {
+		b.t = t
+		b.open("/proxies/zeta")
+		b.wait("the mocks", "document.querySelectorAll('fieldset.item').length === 2")
+		msg := func(path string) string {
+			return eval[string](b, "document.getElementById(document.querySelector('[data-path=\""+path+"\"]').getAttribute('aria-describedby')).textContent")
+		}
+		b.set(`[data-path="mocks[1].name"]`, "from-file")
+		b.set(`[data-path="mocks[1].response.json"]`, `{"hello": "{{ who "}`)
+		b.wait("the form valid", "!document.querySelector('[aria-invalid=\"true\"]')")
+		b.click("#save")
+		b.wait("the refusal", "document.getElementById('banner').textContent.includes('refused')")
+		b.wait("the messages beside the fields", "document.querySelectorAll('[aria-invalid=\"true\"]').length === 2")
+		if m := msg("mocks[1].name"); !strings.Contains(m, "duplicate mock name") {
+			t.Errorf("beside mocks[1].name: %q", m)
+		}
+		if m := msg("mocks[1].response.json"); !strings.Contains(m, "does not parse") {
+			t.Errorf("beside mocks[1].response.json: %q", m)
+		}
+		if m := msg("mocks[0].name"); m != "" {
+			t.Errorf("beside mocks[0].name: %q", m)
+		}
+		if banner := eval[string](b, "document.getElementById('banner').textContent"); !strings.Contains(banner, "2 fields need fixing") || strings.Contains(banner, "duplicate") || strings.Contains(banner, "does not parse") {
+			t.Errorf("the banner: %q", banner)
+		}
+		if focused := eval[string](b, "document.activeElement.dataset.path || ''"); focused != "mocks[1].name" {
+			t.Errorf("focused: %q, want mocks[1].name", focused)
+		}
+		// Editing a field clears its server message, and only its own.
+		b.set(`[data-path="mocks[1].name"]`, "hello")
+		if m := msg("mocks[1].name"); m != "" {
+			t.Errorf("beside mocks[1].name after the edit: %q", m)
+		}
+		if m := msg("mocks[1].response.json"); !strings.Contains(m, "does not parse") {
+			t.Errorf("beside mocks[1].response.json after editing the name: %q", m)
+		}
+		if status, body := adminCall(t, base, "GET", "/api/v1/proxies/zeta", ""); status != 200 || len(body["proxy"].(map[string]any)["mocks"].([]any)) != 2 {
+			t.Fatalf("zeta after the refused save: %d %v", status, body)
+		}
+	})
+
 	// The list remembers each proxy's revision: a delete after someone
 	// else changed it is refused, and nothing goes.
 	t.Run("stale delete is refused", func(t *testing.T) {

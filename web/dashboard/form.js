@@ -3,7 +3,7 @@
 // schema uses: $ref, type, properties, required, additionalProperties,
 // propertyNames, items, enum, pattern, minLength, maxLength, minimum,
 // maximum and oneOf. The server stays the authority: a save it refuses
-// shows its message.
+// shows each violation beside the field its path names (mark).
 
 // el builds an element; text goes in as text, never as markup.
 export function el(tag, attrs = {}, ...children) {
@@ -142,9 +142,13 @@ export class SchemaForm {
     return [];
   }
 
-  // build returns a field over value: {el, get(), check()}. get() is the
-  // value as typed (undefined when an optional field is left empty);
-  // check() marks the field and returns its number of problems.
+  // build returns a field over value: {el, get(), check(), mark()}. get()
+  // is the value as typed (undefined when an optional field is left
+  // empty); check() marks the field and returns its number of problems.
+  // mark(path, message) shows a message from the server beside what path
+  // (relative to this field: '', 'url', 'mocks[1].name') names, and
+  // returns the element to focus, or null when the form shows no such
+  // field. Editing the field clears the message.
   build(node, value, label, required, path) {
     const s = this.resolve(node);
     if (s.type === 'object' && s.properties) {
@@ -209,10 +213,18 @@ export class SchemaForm {
       return p ? 1 : 0;
     };
     input.addEventListener(kind === 'boolean' || kind === 'enum' ? 'change' : 'input', check);
+    const mark = (rest, message) => {
+      if (rest !== '') {
+        return null;
+      }
+      msg.textContent = message;
+      input.setAttribute('aria-invalid', 'true');
+      return input;
+    };
     const field = el('div', { class: 'field' },
       el('label', { for: id }, label, required ? el('span', { class: 'req', title: 'required', text: '*' }) : null),
       el('div', { class: 'control' }, input, msg, hint));
-    return { el: field, get, check };
+    return { el: field, get, check, mark };
   }
 
   objectField(s, value, label, required, path) {
@@ -248,15 +260,45 @@ export class SchemaForm {
       return out;
     };
     const check = () => (toggle && !toggle.checked ? 0 : fields.reduce((n, [, f]) => n + f.check(), 0));
+    // A message about the group as a whole (mocks[0].response) goes at
+    // its top; the whole document (path '') has no place but the banner.
+    const groupMsg = el('p', { class: 'msg', hidden: true, 'aria-live': 'polite' });
+    const clearGroup = () => {
+      groupMsg.hidden = true;
+      groupMsg.textContent = '';
+    };
+    body.addEventListener('input', clearGroup);
+    body.addEventListener('change', clearGroup);
+    const mark = (rest, message) => {
+      if (toggle && !toggle.checked) {
+        return null;
+      }
+      if (rest === '') {
+        if (!path) {
+          return null;
+        }
+        groupMsg.textContent = message;
+        groupMsg.hidden = false;
+        return body.querySelector('input, select, textarea') || null;
+      }
+      const m = /^([^.[]+)\.?(.*)$/.exec(rest);
+      const named = m && fields.find(([name]) => name === m[1]);
+      if (!named) {
+        return null;
+      }
+      const tail = rest.slice(m[1].length).replace(/^\./, '');
+      return named[1].mark(tail, message);
+    };
+    body.prepend(groupMsg);
     if (!path) {
-      return { el: body, get, check };
+      return { el: body, get, check, mark };
     }
     const legend = el('legend', {}, label, toggle ? el('label', {}, toggle, 'set') : null);
     const hint = s.description ? el('p', { class: 'hint muted', text: s.description }) : null;
     if (hint) {
       body.prepend(hint);
     }
-    return { el: el('fieldset', { 'data-path': path }, legend, body), get, check };
+    return { el: el('fieldset', { 'data-path': path }, legend, body), get, check, mark };
   }
 
   // mapField is an object of free keys (headers, variables).
@@ -300,8 +342,19 @@ export class SchemaForm {
       return Object.fromEntries(rows.map((r) => [r.key.value, r.val.value]));
     };
     const check = () => rows.reduce((n, r) => n + r.check(), 0);
+    // A key's message goes beside its value; the key is the rest of the
+    // path as it is (a header name may hold a dot).
+    const mark = (rest, message) => {
+      const row = rest === '' ? null : rows.find((r) => r.key.value === rest);
+      if (!row) {
+        return null;
+      }
+      row.msg.textContent = message;
+      row.val.setAttribute('aria-invalid', 'true');
+      return row.val;
+    };
     const hint = s.description ? el('p', { class: 'hint muted', text: s.description }) : null;
-    return { el: el('fieldset', { 'data-path': path }, el('legend', {}, label), hint, list, addButton), get, check };
+    return { el: el('fieldset', { 'data-path': path }, el('legend', {}, label), hint, list, addButton), get, check, mark };
   }
 
   // listField is a list of objects (mocks), in order: the first match wins.
@@ -344,8 +397,15 @@ export class SchemaForm {
     } });
     const get = () => items.map((it) => it.f.get());
     const check = () => items.reduce((n, it) => n + it.f.check(), 0);
+    // mocks[1] is the second item as it stands now, whatever its
+    // data-path said when it was added: items move and go.
+    const mark = (rest, message) => {
+      const m = /^\[([0-9]+)\]\.?(.*)$/.exec(rest);
+      const it = m && items[Number(m[1])];
+      return it ? it.f.mark(m[2], message) : null;
+    };
     const hint = s.description ? el('p', { class: 'hint muted', text: s.description }) : null;
-    return { el: el('fieldset', { 'data-path': path }, el('legend', {}, label), hint, list, addButton), get, check };
+    return { el: el('fieldset', { 'data-path': path }, el('legend', {}, label), hint, list, addButton), get, check, mark };
   }
 }
 

@@ -9,6 +9,16 @@ import { JSON_SCHEMA, dump as toYAML, load } from './js-yaml.js';
 // text, numbers, booleans, null, mappings and lists comes out.
 const fromYAML = (text) => load(text, { schema: JSON_SCHEMA });
 
+// violationOf splits one line of a CONFIG_INVALID message,
+// "mocks[1].name: duplicate mock name ... (line 3)", into its path and
+// its text; a line with no path keeps it all as text. The line number
+// counts lines of the JSON the page sent, so beside a field it is noise.
+function violationOf(line) {
+  const i = line.indexOf(': ');
+  const path = i > 0 && !/\s/.test(line.slice(0, i)) ? line.slice(0, i) : '';
+  return { line, path, text: path ? line.slice(i + 2).replace(/ \(line [0-9]+\)$/, '') : line };
+}
+
 // A new proxy starts from the defaults the server would fill in.
 const blank = {
   name: '', type: 'http', url: '', resolve: { type: 'default' }, timeout: 30, replace: 1,
@@ -75,6 +85,68 @@ export async function proxyPage(app, name, signal) {
     }
     banner.hidden = false;
     banner.scrollIntoView({ block: 'nearest' });
+  };
+
+  // ownIndex is where this proxy sits among the configuration's proxies
+  // (the end, for a new one): the cross-field rules check the whole
+  // configuration and name paths proxies[<index>].… . null when the list
+  // may not be read or does not hold it.
+  const ownIndex = async () => {
+    if (refusal(app.report, 'list')) {
+      return null;
+    }
+    try {
+      const list = (await call('GET', 'api/v1/proxies')).data.proxies;
+      if (creating) {
+        return list.length;
+      }
+      const i = list.findIndex((x) => x.proxy.name === current);
+      return i >= 0 ? i : null;
+    } catch {
+      return null;
+    }
+  };
+
+  // showRefusal shows a 400 CONFIG_INVALID. In the form, a violation
+  // whose path names a field the form shows goes beside that field, and
+  // the first of them is focused; the banner keeps the others. In YAML,
+  // the banner lists them all.
+  const showRefusal = async (message) => {
+    const lines = message.split('\n').filter((l) => l.trim() !== '');
+    if (yamlMode) {
+      showBanner('error', 'Doppel refused the document:', lines);
+      return;
+    }
+    const violations = lines.map(violationOf);
+    const index = violations.some((v) => v.path.startsWith('proxies[')) ? await ownIndex() : null;
+    if (signal.aborted || yamlMode) {
+      return;
+    }
+    const others = [];
+    let placed = 0;
+    let first = null;
+    for (const v of violations) {
+      let path = v.path;
+      const whole = /^proxies\[([0-9]+)\]\.?(.*)$/.exec(path);
+      if (whole) {
+        path = index !== null && Number(whole[1]) === index ? whole[2] : '';
+      }
+      const target = path ? field.mark(path, v.text) : null;
+      if (target) {
+        placed++;
+        first = first || target;
+      } else {
+        others.push(v.line);
+      }
+    }
+    if (!placed) {
+      showBanner('error', 'Doppel refused the document:', lines);
+      return;
+    }
+    const summary = 'Doppel refused the document: ' + (placed === 1 ? 'one field needs' : placed + ' fields need') + ' fixing, see beside ' + (placed === 1 ? 'it' : 'them') + (others.length ? '; and:' : '.');
+    showBanner('error', summary, others);
+    first.focus({ preventScroll: true });
+    first.scrollIntoView({ block: 'center' });
   };
 
   // editedDocument is what the user has now, or null (the banner says why).
@@ -183,7 +255,7 @@ export async function proxyPage(app, name, signal) {
           'Your edit is still on this page. Reloading shows the current version and discards it.',
         ], [el('button', { type: 'button', id: 'reload-proxy', text: 'Reload the proxy', onclick: () => app.route() })]);
       } else if (e.code === 'CONFIG_INVALID') {
-        showBanner('error', 'Doppel refused the document:', e.message.split('\n'));
+        await showRefusal(e.message);
       } else {
         showBanner('error', 'Not saved: ' + e.message);
       }
