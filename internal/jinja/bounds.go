@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/nikolalohinski/gonja/v2"
+	"github.com/nikolalohinski/gonja/v2/builtins"
 	controlStructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/nodes"
@@ -54,6 +55,12 @@ const maxIndent = 64
 
 // maxWords bounds the words lipsum writes.
 const maxWords = 100_000
+
+// maxItems bounds the items made from a string (`list`, `split`).
+const maxItems = 1_000_000
+
+// maxWrap bounds wordwrap's width: gonja's wrapping slows with it.
+const maxWrap = 10_000
 
 // The filters the rewrite inserts, and the variable that holds an
 // answer's budget.
@@ -181,7 +188,19 @@ var sizers = map[string]func(in *exec.Value, params *exec.VarArgs) int{
 		return 0
 	},
 	"format": func(in *exec.Value, params *exec.VarArgs) int {
-		return widths(in.String())
+		return formatSize(in.String(), params)
+	},
+	"list": func(in *exec.Value, params *exec.VarArgs) int {
+		if in.IsString() && len(in.String()) > maxItems {
+			return MaxOutput + 1
+		}
+		return 0
+	},
+	"wordwrap": func(in *exec.Value, params *exec.VarArgs) int {
+		if w, _ := intArg(params, 0, "width"); w > maxWrap || len(in.String()) > MaxOutput/16 {
+			return MaxOutput + 1
+		}
+		return 0
 	},
 }
 
@@ -228,18 +247,23 @@ func boundedFilter(name string, f exec.FilterFunction) exec.FilterFunction {
 				return exec.AsValue(tooBig(name, n))
 			}
 		}
-		if err := spend(e, 0, length(in)); err != nil {
+		c := cost(in)
+		if c > MaxOutput {
+			return exec.AsValue(tooBig(name, c))
+		}
+		if err := spend(e, 0, c); err != nil {
 			return exec.AsValue(err)
 		}
 		out := f(e, in, params)
-		if out.IsString() {
-			n := len(out.String())
-			if n > MaxOutput {
-				return exec.AsValue(tooBig(name, n))
-			}
-			if err := spend(e, 0, n); err != nil {
-				return exec.AsValue(err)
-			}
+		if out.IsError() {
+			return out
+		}
+		n := cost(out)
+		if n > MaxOutput {
+			return exec.AsValue(tooBig(name, n))
+		}
+		if err := spend(e, 0, n); err != nil {
+			return exec.AsValue(err)
 		}
 		return out
 	}
@@ -297,7 +321,11 @@ func read(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
 	if in.IsError() {
 		return in
 	}
-	if err := spend(e, 0, length(in)); err != nil {
+	c := cost(in)
+	if c > MaxOutput {
+		return exec.AsValue(tooBig("the value read", c))
+	}
+	if err := spend(e, 0, c); err != nil {
 		return exec.AsValue(err)
 	}
 	return in
@@ -317,6 +345,9 @@ func readText(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Val
 // It is read without gonja's Len, which makes a string runes to count
 // them.
 func length(v *exec.Value) int {
+	if d, ok := v.Interface().(*exec.Dict); ok {
+		return len(d.Pairs)
+	}
 	switch x := reflect.ValueOf(v.Interface()); x.Kind() {
 	case reflect.String, reflect.Slice, reflect.Array, reflect.Map:
 		return x.Len()
@@ -324,13 +355,42 @@ func length(v *exec.Value) int {
 	return 0
 }
 
-// looped charges a loop's turns to the answer as the loop starts, and
-// hands its sequence on unchanged.
-func looped(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+// cost is what reading v whole takes: a string's bytes, a list's or
+// dict's weight (MaxOutput+1 when it holds itself).
+func cost(v *exec.Value) int {
+	if v.IsString() {
+		return len(v.String())
+	}
+	switch v.Interface().(type) {
+	case *exec.Dict:
+	default:
+		switch reflect.ValueOf(v.Interface()).Kind() {
+		case reflect.Slice, reflect.Array, reflect.Map:
+		default:
+			return 0
+		}
+	}
+	w, _ := weigh(v.Interface())
+	return w
+}
+
+// looped charges a loop's turns to the answer as the loop starts, with
+// the text its body writes on each turn (its argument), and hands its
+// sequence on unchanged.
+func looped(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
 	if in.IsError() {
 		return in
 	}
-	if err := spend(e, length(in), 0); err != nil {
+	turns, text := length(in), 0
+	if len(params.Args) > 0 { // the bytes of text the body writes on each turn
+		if per := params.Args[0].Integer(); per > 0 {
+			text = MaxBytes + 1
+			if turns <= MaxBytes/per {
+				text = turns * per
+			}
+		}
+	}
+	if err := spend(e, turns, text); err != nil {
 		return exec.AsValue(err)
 	}
 	return in
@@ -434,8 +494,30 @@ var stringSizers = map[string]func(self string, params *exec.VarArgs) int{
 		}
 		return len(self) + product(strings.Count(self, "\t"), size)
 	},
-	"format":     func(self string, params *exec.VarArgs) int { return widths(self) },
-	"format_map": func(self string, params *exec.VarArgs) int { return widths(self) },
+	"format":     formatSize,
+	"format_map": formatSize,
+	"replace": func(self string, params *exec.VarArgs) int {
+		old, repl := arg(params, 0, "old"), arg(params, 1, "new")
+		if old == nil || repl == nil {
+			return 0
+		}
+		n := strings.Count(self, old.String())
+		if old.String() == "" {
+			n = utf8.RuneCountInString(self) + 1
+		}
+		return len(self) + product(n, max(len(repl.String())-len(old.String()), 0))
+	},
+	"join": func(self string, params *exec.VarArgs) int {
+		items := arg(params, 0, "iterable")
+		if items == nil {
+			return 0
+		}
+		w, _ := weigh(items.Interface())
+		return min(w, MaxOutput+1) + product(length(items), len(self))
+	},
+	"split":      splitItems,
+	"rsplit":     splitItems,
+	"splitlines": func(self string, _ *exec.VarArgs) int { return itemsBound(strings.Count(self, "\n") + 1) },
 }
 
 // keys are the names a gonja FilterSet or MethodSet holds, read from its
@@ -448,6 +530,51 @@ func keys(set any, field string) []string {
 		names = append(names, k.String())
 	}
 	return names
+}
+
+// splitItems bounds the items split and rsplit make.
+func splitItems(self string, params *exec.VarArgs) int {
+	if sep := arg(params, 0, "sep"); sep != nil && !sep.IsNil() && sep.String() != "" {
+		return itemsBound(strings.Count(self, sep.String()) + 1)
+	}
+	return itemsBound(len(self)/2 + 1)
+}
+
+// itemsBound maps a count of items over maxItems past the bound.
+func itemsBound(n int) int {
+	if n > maxItems {
+		return MaxOutput + 1
+	}
+	return 0
+}
+
+// formatSize is how large a format (printf's or Python's) can make its
+// result: its own length and written widths, every field filled with all
+// the arguments, and every integer argument as a width a field may take
+// from it (`%*d`, `{:>{w}}`).
+func formatSize(format string, params *exec.VarArgs) int {
+	fields := strings.Count(format, "%") + strings.Count(format, "{")
+	size, args := widths(format), 0
+	each := func(v *exec.Value) {
+		switch {
+		case v.IsInteger():
+			size += min(max(v.Integer(), 0), MaxOutput+1)
+		case v.IsString():
+			args += len(v.String())
+		default:
+			w, _ := weigh(v.Interface())
+			args += min(w, MaxOutput+1)
+		}
+		size = min(size, MaxOutput+1)
+		args = min(args, MaxOutput+1)
+	}
+	for _, v := range params.Args {
+		each(v)
+	}
+	for _, v := range params.KwArgs {
+		each(v)
+	}
+	return min(size+product(max(fields, 1), args), MaxOutput+1)
 }
 
 func widthArg(self string, params *exec.VarArgs) int {
@@ -476,10 +603,12 @@ func boundedStringMethods(from *exec.MethodSet[string]) *exec.MethodSet[string] 
 	return exec.NewMethodSet(methods)
 }
 
-// boundedGlobals are gonja's global functions and variables, with range
-// and lipsum bounded.
+// boundedGlobals are gonja's global functions, with range and lipsum
+// bounded.
 func boundedGlobals() *exec.Context {
-	globals := exec.EmptyContext().Update(gonja.DefaultEnvironment.Context)
+	// gonja's global variables are left out: `gonja` is a map every
+	// request would share, and `{% set gonja.x = … %}` would write to it.
+	globals := exec.EmptyContext().Update(builtins.GlobalFunctions)
 	globals.Set("range", rangeList)
 	lipsumFn, _ := gonja.DefaultEnvironment.Context.Get("lipsum")
 	lipsum := lipsumFn.(func(*exec.Evaluator, *exec.VarArgs) *exec.Value)
@@ -528,17 +657,18 @@ func rangeList(e *exec.Evaluator, params *exec.VarArgs) ([]int, error) {
 	if step == 0 {
 		return nil, exec.ErrInvalidCall(fmt.Errorf("step cannot be 0"))
 	}
-	n := 0
+	// Counted in uint64, where the distance between any two int64 fits.
+	var n uint64
 	switch {
 	case step > 0 && stop > start:
-		n = int((uint64(stop-start) + uint64(step) - 1) / uint64(step))
+		n = (uint64(stop)-uint64(start)-1)/uint64(step) + 1
 	case step < 0 && start > stop:
-		n = int((uint64(start-stop) + uint64(-step) - 1) / uint64(-step))
+		n = (uint64(start)-uint64(stop)-1)/(-uint64(step)) + 1
 	}
 	if n > MaxRange {
 		return nil, fmt.Errorf("range() would yield %d items, over the bound of %d", n, MaxRange)
 	}
-	out := make([]int, n)
+	out := make([]int, int(n))
 	for i := range out {
 		out[i] = start + i*step
 	}
@@ -551,7 +681,15 @@ func rangeList(e *exec.Evaluator, params *exec.VarArgs) ([]int, error) {
 // unexported fields: reflect cannot set those, so the slot is reopened at
 // its own address and type (reflect.NewAt), which changes nothing but
 // which node the slot holds.
-func bound(root *nodes.Template) {
+//
+// outputs says whether `{{ … }}` is checked too: a template that can build
+// a value that holds itself (by assigning into a list, dict or namespace)
+// or that writes into a buffer of gonja's (a `{% set %}` or `{% filter %}`
+// block) has every output weighed and charged; any other writes straight
+// into the answer, which bounds it. Recursive loops are refused: their
+// `loop(…)` turns are not seen by the check of the sequence.
+func bound(root *nodes.Template, outputs bool) error {
+	var refused error
 	seen := map[uintptr]bool{}
 	done := map[nodes.Node]nodes.Node{}
 	var walk func(v reflect.Value)
@@ -592,8 +730,21 @@ func bound(root *nodes.Template) {
 			if !v.CanAddr() {
 				return
 			}
-			if fcs, ok := v.Addr().Interface().(*controlStructures.ForControlStructure); ok {
-				fcs.ObjectEvaluator = withFilter(fcs.ObjectEvaluator, loopFilter, nil, fcs.ObjectEvaluator.Position())
+			switch x := v.Addr().Interface().(type) {
+			case *controlStructures.ForControlStructure:
+				if x.Recursive {
+					refused = fmt.Errorf("a recursive loop is not available in Doppel templates: its turns could not be counted")
+				}
+				at := x.ObjectEvaluator.Position()
+				text := &nodes.Integer{Location: at, Val: textOf(x.BodyWrapper)}
+				x.ObjectEvaluator = withFilter(x.ObjectEvaluator, loopFilter, text, at)
+			case *nodes.Output:
+				if outputs {
+					x.Expression = withFilter(x.Expression, sizeFilter, nil, x.Expression.Position())
+					if x.Alternative != nil {
+						x.Alternative = withFilter(x.Alternative, sizeFilter, nil, x.Alternative.Position())
+					}
+				}
 			}
 		case reflect.Slice, reflect.Array:
 			for i := range v.Len() {
@@ -620,6 +771,41 @@ func bound(root *nodes.Template) {
 		}
 	}
 	walk(reflect.ValueOf(root))
+	return refused
+}
+
+// textOf is the bytes of literal text in w, nested blocks included.
+func textOf(w *nodes.Wrapper) int {
+	n := 0
+	var count func(v reflect.Value)
+	count = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				count(v.Elem())
+			}
+		case reflect.Struct:
+			if d, ok := v.Addr().Interface().(*nodes.Data); ok && v.CanAddr() {
+				n += len(d.Data.Val)
+				return
+			}
+			for i := range v.NumField() {
+				if f := v.Field(i); f.Kind() == reflect.Slice || f.Kind() == reflect.Pointer || f.Kind() == reflect.Interface {
+					if v.Type().Field(i).IsExported() {
+						count(f)
+					}
+				}
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				count(v.Index(i))
+			}
+		}
+	}
+	if w != nil {
+		count(reflect.ValueOf(w))
+	}
+	return n
 }
 
 // checked is n with its check, or n itself when it needs none.

@@ -9,6 +9,9 @@ import (
 	"github.com/nikolalohinski/gonja/v2"
 )
 
+// big is under MaxOutput: a value a template could make.
+var big = strings.Repeat("x", 16_000_000)
+
 func render(t *testing.T, src string) (string, error) {
 	t.Helper()
 	tpl, err := Compile(src)
@@ -20,6 +23,7 @@ func render(t *testing.T, src string) (string, error) {
 	vars.Set("small", 3)
 	vars.Set("s", "ab")
 	vars.Set("items", []any{"a", "b", "c"})
+	vars.Set("big", big)
 	out, err := tpl.ExecuteToBytes(vars)
 	return string(out), err
 }
@@ -80,6 +84,33 @@ func TestSizesAreBoundedBeforeAllocation(t *testing.T) {
 		`{% set big = "x" * 16000000 %}{% for i in range(100) %}{% if big is string %}{% endif %}{% endfor %}`,
 		`{% set big = "x" * 16000000 %}{% for i in range(100) %}{{ big.count("y") }}{% endfor %}`,
 		`{% set ns = namespace(big="x" * 16000000) %}{% for i in range(100) %}{{ ns.big.startswith("y") }}{% endfor %}`,
+		// widths and repetitions taken from the arguments of a format
+		`{{ "{:>{w}}".format(s, w=n|int) }}`,
+		`{% set f = "{0}" * 2000 %}{{ f.format("x" * 1000000) }}`,
+		`{{ ("%[1]s" * 2000) | format("x" * 1000000) }}`,
+		// what gonja writes into buffers of its own
+		`{% set out %}{% for i in range(100) %}{{ big }}{% endfor %}{% endset %}`,
+		`{% filter length %}{% for i in range(100) %}{{ big }}{% endfor %}{% endfilter %}`,
+		`{% set out %}{% for i in range(100000) %}` + strings.Repeat("x", 1000) + `{% endfor %}{% endset %}`,
+		// results of filters that are not strings
+		`{{ [1] | batch(100000, fill_with=big) }}`,
+		`{% set l = [1] | batch(100000, fill_with=big) | first %}{{ l | join }}`,
+		`{% for i in range(1000) %}{% if [1] | batch(100000, fill_with=1) %}{% endif %}{% endfor %}`,
+		// values that hold themselves, or grow in place
+		`{% set ns = namespace() %}{% set ns.a = ns %}{{ ns }}`,
+		`{% set ns = namespace() %}{% set ns.a = ns %}{% if ns == ns %}{% endif %}`,
+		`{% set ns = namespace() %}{% set ns.a = ns %}{{ ns | tojson }}`,
+		`{% set d = namespace() %}{% for i in range(8000) %}{% set d[i ~ ""] = big %}{% endfor %}{{ d }}`,
+		// string methods and filters that make many items or much text
+		`{{ big.replace("x", "y" * 1000, -1) }}`,
+		`{% set sep = "x" * 1000000 %}{{ sep.join(range(10000) | map("string") | list) }}`,
+		`{{ big.split("x") | length }}`,
+		`{{ big | list | length }}`,
+		`{{ ("a " * 100000) | wordwrap(10000000) }}`,
+		`{{ range(-9223372036854775807 - 1, 9223372036854775807) }}`,
+		// loops over dicts count their turns
+		`{% set d = {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9, "j": 10} %}` +
+			`{% for a in d %}{% for b in d %}{% for c in d %}{% for e in d %}{% for f in d %}{% for g in d %}{% endfor %}{% endfor %}{% endfor %}{% endfor %}{% endfor %}{% endfor %}`,
 	} {
 		began := time.Now()
 		out, err := render(t, src)
@@ -115,6 +146,25 @@ func TestBoundsKeepOrdinaryResults(t *testing.T) {
 		`{{ s.rjust(4, "-") }}`:                "--ab",
 		`{{ "{:>4}".format(s) }}`:              "  ab",
 		`{{ range(100000) | list | length }}`:  "100000",
+		`{{ range(3) | length }}`:              "3",
+		`{{ range(10, 0, -3) | list }}`:        "[10, 7, 4, 1]",
+		`{{ range(-9223372036854775807, 9223372036854775807, 4611686018427387904) | list | length }}`: "4",
+		`{% for i in range(3) %}{{ i }}{% if loop.last %}.{% endif %}{% endfor %}`:                    "012.",
+		`{% set x = s * 2 %}{{ x }}`:                   "abab",
+		`{% with x = s ~ s %}{{ x }}{% endwith %}`:     "abab",
+		`{% filter upper %}{{ s * 2 }}{% endfilter %}`: "ABAB",
+		`{{ [1, 2] + [3] }}`:                           "[1, 2, 3]",
+		`{{ dict(a=1) }}`:                              "{'a': 1}",
+		`{% set ns = namespace(s="") %}{% for i in range(3) %}{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.s }}`: "012",
+		`{% set ns = namespace(a=1) %}{% set ns.a = 2 %}{{ ns.a }}`:                                            "2",
+		`{% for a in range(200) %}{% for b in range(999) %}{% endfor %}{% endfor %}ok`:                         "ok",
+		`{% if s == "ab" and s != "x" and s < "b" %}yes{% endif %}`:                                            "yes",
+		`{{ "a" in s }} {{ "z" in items }} {{ s is string }}`:                                                  "True False True",
+		`{{ s[0] }}{{ s[1:] }}{{ items[2] }}{{ items[:1] }}`:                                                   "abc['a']",
+		`{{ s.upper() }} {{ s.count("a") }} {{ items.copy() | length }}`:                                       "AB 1 3",
+		`{% set l = [1] %}{% do l.append(2) %}{{ l }}`:                                                         "[1, 2]",
+		`{{ "{:>{w}}".format(s, w=4) }} {{ "%5s" | format(s) }}`:                                               "  ab    ab",
+		`{{ "a,b".split(",") }} {{ "-".join(items) }} {{ s.replace("a", "z", -1) }}`:                           "['a', 'b'] a-b-c zb",
 	} {
 		out, err := render(t, src)
 		if err != nil || out != want {
@@ -126,7 +176,7 @@ func TestBoundsKeepOrdinaryResults(t *testing.T) {
 // An operand of a checked expression that fails is still reported by
 // its name, and the message does not show the checks the user never wrote.
 func TestRepetitionErrorsNameTheOperand(t *testing.T) {
-	for _, src := range []string{`{{ missing * 2 }}`, `{{ 2 * missing }}`, `{{ s ~ missing }}`, `{% for i in missing %}{% endfor %}`} {
+	for _, src := range []string{`{{ missing * 2 }}`, `{{ 2 * missing }}`, `{{ s ~ missing }}`, `{% for i in missing %}{% endfor %}`, "{{ missing * \"\\n\" }}"} {
 		_, err := render(t, src)
 		if err == nil || !strings.Contains(err.Error(), `"missing"`) || strings.Contains(err.Error(), "_doppel_") {
 			t.Errorf("%s: %v", src, err)
@@ -182,5 +232,23 @@ func TestStoppedLoopsLeaveNoGoroutine(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if after := runtime.NumGoroutine(); after > before+5 {
 		t.Fatalf("goroutines %d before, %d after 400 stopped loops", before, after)
+	}
+}
+
+// What every request shares cannot be written by one of them: gonja's
+// global `gonja` map is not there.
+func TestSharedGlobalsCannotBeWritten(t *testing.T) {
+	for _, src := range []string{`{% set gonja["k"] = 1 %}`, `{% set gonja.k = 1 %}`, `{{ gonja }}`} {
+		if _, err := render(t, src); err == nil {
+			t.Errorf("%s rendered", src)
+		}
+	}
+}
+
+// A message quotes what failed, not megabytes of it.
+func TestMessagesAreShort(t *testing.T) {
+	_, err := render(t, `{{ big.replace() }}`)
+	if err == nil || len(err.Error()) > 2<<10 {
+		t.Fatalf("%v", err != nil && len(err.Error()) > 2<<10)
 	}
 }

@@ -48,11 +48,12 @@ var Environment = &exec.Environment{
 }
 
 // refused are the control structures a Doppel template may not use.
-var refused = []string{"include", "import", "from", "extends", "macro", "call"}
+// `block` is among them: with `self` a block can call itself.
+var refused = []string{"include", "import", "from", "extends", "macro", "call", "block"}
 
 func allowedControlStructures() *exec.ControlStructureSet {
 	allowed := map[string]parser.ControlStructureParser{}
-	for _, name := range []string{"autoescape", "block", "filter", "for", "if", "raw", "set", "with", "do", "break", "continue", "trans"} {
+	for _, name := range []string{"autoescape", "filter", "for", "if", "raw", "set", "with", "do", "break", "continue", "trans"} {
 		if p, ok := builtins.ControlStructures.Get(name); ok {
 			allowed[name] = p
 		}
@@ -102,9 +103,13 @@ func Compile(source string) (_ *Template, err error) {
 		}
 		return nil, fmt.Errorf("%s", msg)
 	}
-	bound(t.Root())
 	tpl := &Template{t: t, loader: loader, hint: len(source) + len(source)/2 + 16}
 	tpl.names, tpl.mutates, tpl.multiplies = scan(source)
+	_, buffers := tpl.names["filter"]
+	_, trans := tpl.names["trans"]
+	if err := bound(t.Root(), tpl.mutates || buffers || trans); err != nil {
+		return nil, err
+	}
 	_, tpl.self = tpl.names["self"]
 	return tpl, nil
 }
@@ -257,15 +262,22 @@ func (x *execution) run() (err error) {
 		}
 	}()
 	if err := x.r.Execute(); err != nil {
-		return fmt.Errorf("unable to execute template: %s", ownFilters.ReplaceAllString(err.Error(), ""))
+		msg := ownFilters.ReplaceAllString(err.Error(), "")
+		if len(msg) > maxMessage { // gonja quotes whole values, megabytes of them: keep both ends
+			msg = strings.ToValidUTF8(msg[:maxMessage/2], "") + " … " + strings.ToValidUTF8(msg[len(msg)-maxMessage/2:], "")
+		}
+		return fmt.Errorf("unable to execute template: %s", msg)
 	}
 	return nil
 }
 
+// maxMessage bounds the message of a rendering error.
+const maxMessage = 1 << 10
+
 // ownFilters matches how gonja reports a failure inside one of the filters
 // the bounds insert (bounds.go): the user never wrote them, so the message
 // goes straight to what failed.
-var ownFilters = regexp.MustCompile(`unable to evaluate filter &\{<Token\[\w+\] Val='.*?' Pos=\d+ Line=\d+ Col=\d+> _doppel_\w+ \[.*?\] map\[\]\}: (?:invalid call to filter '_doppel_\w+': )?`)
+var ownFilters = regexp.MustCompile(`(?s)unable to evaluate filter &\{<Token\[\w+\] Val='.*?' Pos=\d+ Line=\d+ Col=\d+> _doppel_\w+ \[.*?\] map\[\]\}: (?:invalid call to filter '_doppel_\w+': )?`)
 
 // bounded refuses to write past its limit.
 type bounded struct {

@@ -46,6 +46,8 @@ func TestTemplatesCannotReachOtherTemplatesOrRecurse(t *testing.T) {
 		`{% from "/template" import x %}`,
 		`{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}`,
 		`{% call f() %}x{% endcall %}`,
+		`{% block b %}x{{ self.b() }}{% endblock %}`,
+		`{% set one = [1] %}{% for x in one recursive %}{{ loop(one) }}{% endfor %}`,
 	} {
 		if _, err := Compile(src); err == nil || !strings.Contains(err.Error(), "is not available in Doppel templates") {
 			t.Errorf("%s compiled (%v)", src, err)
