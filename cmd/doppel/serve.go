@@ -292,15 +292,23 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	if pg != nil {
 		// Live propagation: every write to this configuration, by any
 		// replica, is announced; this one reloads itself.
-		go postgres.Listen(listenCtx, opts.DatabaseURL, opts.ConfigName, logger.Logger, func(revision string) {
+		go postgres.Listen(listenCtx, opts.DatabaseURL, opts.ConfigName, logger.Logger, func(revision string) bool {
 			if revision != "" && revision == string(holder.Load().Revision) {
-				return // our own write, already in force
+				return true // our own write, already in force
 			}
-			if res, err := ctl.Reload(listenCtx); err != nil {
-				logger.Warn("a change in the database could not be loaded; the running configuration is unchanged", "error", err.Error())
-			} else {
-				logger.Info("reloaded after a change in the database", "revision", string(res.Runtime.Revision), "proxies", len(res.Runtime.Proxies))
+			res, err := ctl.Reload(listenCtx)
+			if err != nil {
+				// An invalid document stays invalid until the next write;
+				// anything else (a connection the database dropped) may
+				// pass, and is tried again.
+				var inv *config.Invalid
+				retry := !errors.As(err, &inv)
+				logger.Warn("a change in the database could not be loaded; the running configuration is unchanged",
+					"error", err.Error(), "retrying", retry)
+				return !retry
 			}
+			logger.Info("reloaded after a change in the database", "revision", string(res.Runtime.Revision), "proxies", len(res.Runtime.Proxies))
+			return true
 		})
 	}
 	if f.watch {

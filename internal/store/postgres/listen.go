@@ -14,8 +14,11 @@ import (
 // of writes is one call. When the database goes away it keeps trying to
 // reconnect (the running configuration keeps serving meanwhile), and after
 // a reconnect it calls changed("") once to catch up with what it missed.
+// changed reports whether it is done; when it is not (the load failed for
+// a reason that may pass, such as a pooled connection the restart killed)
+// it is called again, backing off, until it is or another write comes.
 // It returns when ctx ends.
-func Listen(ctx context.Context, url, name string, log *slog.Logger, changed func(revision string)) {
+func Listen(ctx context.Context, url, name string, log *slog.Logger, changed func(revision string) (done bool)) {
 	backoff := 250 * time.Millisecond
 	first := true
 	for ctx.Err() == nil {
@@ -42,10 +45,9 @@ func Listen(ctx context.Context, url, name string, log *slog.Logger, changed fun
 		backoff = 250 * time.Millisecond
 		if !first {
 			log.Info("listening for configuration changes again; catching up")
-			changed("")
 		}
+		err = wait(ctx, conn, changed, !first)
 		first = false
-		err = wait(ctx, conn, changed)
 		conn.Close(context.Background())
 		if ctx.Err() == nil {
 			log.Warn("lost the connection that listens for configuration changes; reconnecting", "error", maskIn(err, url))
@@ -56,7 +58,14 @@ func Listen(ctx context.Context, url, name string, log *slog.Logger, changed fun
 // debounce is how long a burst of notifications is gathered into one.
 const debounce = 100 * time.Millisecond
 
-func wait(ctx context.Context, conn *pgx.Conn, changed func(string)) error {
+// retryFirst is how long a failed call of changed waits before it is
+// made again; each failure doubles it, up to retryMost.
+const (
+	retryFirst = 250 * time.Millisecond
+	retryMost  = 5 * time.Second
+)
+
+func wait(ctx context.Context, conn *pgx.Conn, changed func(string) bool, catchUp bool) error {
 	notes := make(chan string, 64)
 	failed := make(chan error, 1)
 	go func() {
@@ -69,8 +78,19 @@ func wait(ctx context.Context, conn *pgx.Conn, changed func(string)) error {
 			notes <- n.Payload
 		}
 	}()
-	var fire <-chan time.Time
-	last := ""
+	var fire, retry <-chan time.Time
+	last, pause := "", retryFirst
+	call := func() {
+		if changed(last) {
+			retry, pause = nil, retryFirst
+			return
+		}
+		retry = time.After(pause)
+		pause = min(pause*2, retryMost)
+	}
+	if catchUp {
+		call()
+	}
 	for {
 		select {
 		case p := <-notes:
@@ -80,7 +100,11 @@ func wait(ctx context.Context, conn *pgx.Conn, changed func(string)) error {
 			}
 		case <-fire:
 			fire = nil
-			changed(last)
+			retry, pause = nil, retryFirst
+			call()
+		case <-retry:
+			retry = nil
+			call()
 		case err := <-failed:
 			return err
 		}

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/store"
 	"github.com/doppelproxy/doppel/internal/store/pgtest"
 	"github.com/doppelproxy/doppel/internal/store/storetest"
+	"github.com/jackc/pgx/v5"
 )
 
 // open is a migrated database holding src as configuration "default".
@@ -171,5 +174,72 @@ func TestURLPasswordIsMasked(t *testing.T) {
 	_, err := Open(context.Background(), "postgres://doppel:hunter2@127.0.0.1:1/db?connect_timeout=1", "default", "")
 	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "127.0.0.1") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// A change whose load fails for a reason that may pass is tried again,
+// backing off, until it is done: a replica whose catch-up met a pooled
+// connection the database's restart had killed would otherwise miss the
+// write for good.
+func TestListenRetriesAFailedChange(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := make(chan string, 16)
+	failures := 2
+	go Listen(ctx, url, "retry", slog.New(slog.DiscardHandler), func(revision string) bool {
+		calls <- revision
+		if failures > 0 {
+			failures--
+			return false
+		}
+		return true
+	})
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	// Announce once, when the listener's LISTEN is in.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%retry%'`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the listener did not LISTEN")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_notify($1, 'r1')`, Channel("retry")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-calls:
+		if r != "r1" {
+			t.Fatalf("revision %q", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no call after a notification")
+	}
+	for i := range 2 {
+		select {
+		case r := <-calls:
+			if r != "r1" {
+				t.Fatalf("retry %d: revision %q", i+1, r)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the failed change was tried %d more time(s), not 2", i)
+		}
+	}
+	select {
+	case r := <-calls:
+		t.Fatalf("called again (%q) after it was done", r)
+	case <-time.After(time.Second):
 	}
 }
