@@ -785,7 +785,10 @@ func textOf(w *nodes.Wrapper) int {
 				count(v.Elem())
 			}
 		case reflect.Struct:
-			if d, ok := v.Addr().Interface().(*nodes.Data); ok && v.CanAddr() {
+			if !v.CanAddr() {
+				return
+			}
+			if d, ok := v.Addr().Interface().(*nodes.Data); ok {
 				n += len(d.Data.Val)
 				return
 			}
