@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/doppelproxy/doppel/bench/internal/openloop"
 )
 
 type caseKey struct{ target, path string }
@@ -23,14 +25,14 @@ type benchmark struct {
 	cases      []benchCase // wrk runs of one round, in order
 	rateCases  []benchCase // open-loop runs of one round, in order
 	wrk        map[caseKey][]wrkRun
-	lg         map[string][]lgResult
+	lg         map[string][]openloop.Result
 	roundsDone int
 	perRound   time.Duration
 	problems   []string
 }
 
 func newBenchmark(cfg *config, fl *fleet) *benchmark {
-	b := &benchmark{cfg: cfg, fl: fl, wrk: map[caseKey][]wrkRun{}, lg: map[string][]lgResult{}}
+	b := &benchmark{cfg: cfg, fl: fl, wrk: map[caseKey][]wrkRun{}, lg: map[string][]openloop.Result{}}
 	add := func(list *[]benchCase, s *server, path string) {
 		*list = append(*list, benchCase{caseKey{s.name, path}, s, s.base + path})
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/doppelproxy/doppel/bench/internal/openloop"
 )
 
 // wrkRun is one closed-loop wrk measurement of one target.
@@ -142,25 +144,7 @@ func measureWrk(ctx context.Context, cfg *config, url string, d time.Duration, p
 	return r, nil
 }
 
-// lgResult is what bench/cmd/loadgen prints.
-type lgResult struct {
-	URL        string  `json:"url"`
-	Sent       int     `json:"sent"`
-	OK         int     `json:"ok"`
-	Non2xx     int     `json:"non2xx"`
-	Errors     int     `json:"errors"`
-	Late       int     `json:"late_dispatch"`
-	LagP50us   float64 `json:"dispatch_lag_p50_us"`
-	LagP99us   float64 `json:"dispatch_lag_p99_us"`
-	P50us      float64 `json:"p50_us"`
-	P90us      float64 `json:"p90_us"`
-	P99us      float64 `json:"p99_us"`
-	P999us     float64 `json:"p999_us"`
-	MaxUs      float64 `json:"max_us"`
-	FirstError string  `json:"first_error"`
-}
-
-func runLoadgen(ctx context.Context, cfg *config, url string) (lgResult, error) {
+func runLoadgen(ctx context.Context, cfg *config, url string) (openloop.Result, error) {
 	lctx, cancel := context.WithTimeout(ctx, cfg.rateDur+30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(lctx, cfg.bin("loadgen"),
@@ -172,11 +156,11 @@ func runLoadgen(ctx context.Context, cfg *config, url string) (lgResult, error) 
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return lgResult{}, ctx.Err()
+			return openloop.Result{}, ctx.Err()
 		}
-		return lgResult{}, fmt.Errorf("loadgen %s: %v\n%s", url, err, strings.TrimSpace(errb.String()))
+		return openloop.Result{}, fmt.Errorf("loadgen %s: %v\n%s", url, err, strings.TrimSpace(errb.String()))
 	}
-	var r lgResult
+	var r openloop.Result
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		return r, fmt.Errorf("loadgen %s: unreadable result %q: %v", url, out.String(), err)
 	}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/doppelproxy/doppel/bench/internal/openloop"
 )
 
 func median(xs []float64) float64 {
@@ -153,7 +155,7 @@ func (b *benchmark) rows() []row {
 	return rows
 }
 
-func (b *benchmark) lgMedian(target string, f func(lgResult) float64) float64 {
+func (b *benchmark) lgMedian(target string, f func(openloop.Result) float64) float64 {
 	var xs []float64
 	for _, l := range b.lg[target] {
 		xs = append(xs, f(l))
@@ -162,7 +164,7 @@ func (b *benchmark) lgMedian(target string, f func(lgResult) float64) float64 {
 }
 
 // lgDelta is the median over rounds of target's minus goproxy's value.
-func (b *benchmark) lgDelta(target string, f func(lgResult) float64) float64 {
+func (b *benchmark) lgDelta(target string, f func(openloop.Result) float64) float64 {
 	a, g := b.lg[target], b.lg["goproxy"]
 	var xs []float64
 	for i := range min(len(a), len(g)) {
@@ -212,16 +214,16 @@ func (b *benchmark) report(machine string, elapsed time.Duration) string {
 		}
 		delta := "–"
 		if t != "goproxy" {
-			delta = fmt.Sprintf("%+.0f µs", b.lgDelta(t, func(l lgResult) float64 { return l.P99us }))
+			delta = fmt.Sprintf("%+.0f µs", b.lgDelta(t, func(l openloop.Result) float64 { return l.P99us }))
 		}
 		w("| %s | /small | %s | %s | %s | %s | %s | %d | %s | %s |\n", t,
-			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.P50us })),
-			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.P90us })),
-			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.P99us })),
-			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.P999us })),
-			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.MaxUs })),
+			fmtUs(b.lgMedian(t, func(l openloop.Result) float64 { return l.P50us })),
+			fmtUs(b.lgMedian(t, func(l openloop.Result) float64 { return l.P90us })),
+			fmtUs(b.lgMedian(t, func(l openloop.Result) float64 { return l.P99us })),
+			fmtUs(b.lgMedian(t, func(l openloop.Result) float64 { return l.P999us })),
+			fmtUs(b.lgMedian(t, func(l openloop.Result) float64 { return l.MaxUs })),
 			errs, delta,
-			fmtUs(b.lgMedian(t, func(l lgResult) float64 { return l.LagP99us })))
+			fmtUs(b.lgMedian(t, func(l openloop.Result) float64 { return l.LagP99us })))
 	}
 
 	w("\n### Issue 6 targets\n\n")
@@ -264,7 +266,7 @@ func (b *benchmark) report(machine string, elapsed time.Duration) string {
 		if len(b.lg[t]) == 0 || len(b.lg["goproxy"]) == 0 {
 			return "no data"
 		}
-		d := b.lgDelta(t, func(l lgResult) float64 { return l.P99us })
+		d := b.lgDelta(t, func(l openloop.Result) float64 { return l.P99us })
 		return fmt.Sprintf("%+.0f µs (%s; %+.0f µs vs the 500 µs limit)", d, verdict(d <= 500), d-500)
 	})
 	w("\nDoppel's RSS right after start: %.1f MiB.\n", float64(b.fl.doppelIdleRSS)/(1<<20))

@@ -27,27 +27,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-)
 
-// Result is what loadgen prints; the orchestrator decodes the same shape.
-type Result struct {
-	URL        string  `json:"url"`
-	Rate       float64 `json:"rate"`
-	Duration   float64 `json:"duration_s"`
-	Sent       int     `json:"sent"`
-	OK         int     `json:"ok"`
-	Non2xx     int     `json:"non2xx"`
-	Errors     int     `json:"errors"`
-	Late       int     `json:"late_dispatch"`
-	LagP50us   float64 `json:"dispatch_lag_p50_us"`
-	LagP99us   float64 `json:"dispatch_lag_p99_us"`
-	P50us      float64 `json:"p50_us"`
-	P90us      float64 `json:"p90_us"`
-	P99us      float64 `json:"p99_us"`
-	P999us     float64 `json:"p999_us"`
-	MaxUs      float64 `json:"max_us"`
-	FirstError string  `json:"first_error,omitempty"`
-}
+	"github.com/doppelproxy/doppel/bench/internal/openloop"
+)
 
 func main() {
 	target := flag.String("url", "", "URL to GET")
@@ -149,7 +131,7 @@ func main() {
 		return float64(ds[k].Nanoseconds()) / 1e3
 	}
 	pct := func(p float64) float64 { return pctOf(ok, p) }
-	res := Result{
+	res := openloop.Result{
 		URL: *target, Rate: *rate, Duration: dur.Seconds(),
 		Sent: nMeas, OK: len(ok), Non2xx: int(non2xx.Load()), Errors: int(errs.Load()), Late: late,
 		P50us: pct(0.50), P90us: pct(0.90), P99us: pct(0.99), P999us: pct(0.999), MaxUs: pct(1),

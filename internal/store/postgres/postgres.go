@@ -272,23 +272,7 @@ func (s *Store) writeFile(proxy, name string, content []byte) error {
 	if s.templates == "" {
 		return nil
 	}
-	dir := filepath.Join(s.templates, proxy)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".upload-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	return store.WriteTemplateFile(filepath.Join(s.templates, proxy, name), content)
 }
 
 // DeleteTemplate removes the row, then the file.
