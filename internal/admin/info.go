@@ -14,16 +14,11 @@ import (
 )
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	p := s.inForce(name)
-	if !s.authorize(w, r, ActRead, p) {
+	p, ok := s.readable(w, r)
+	if !ok {
 		return
 	}
-	if p == nil {
-		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
-		return
-	}
-	files, err := s.ctl.Store().Templates(r.Context(), name)
+	files, err := s.ctl.Store().Templates(r.Context(), string(p.Name))
 	if err != nil {
 		apierr.Write(w, apierr.StoreError, err.Error())
 		return

@@ -52,14 +52,25 @@ func (s *Server) listProxies(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) readProxy(w http.ResponseWriter, r *http.Request) {
+// readable is the proxy the path names, when the caller may read it and
+// it exists; otherwise the answer is written (refusal first, so that a
+// name cannot be learned from a status code).
+func (s *Server) readable(w http.ResponseWriter, r *http.Request) (*config.Proxy, bool) {
 	name := r.PathValue("name")
 	p := s.inForce(name)
 	if !s.authorize(w, r, ActRead, p) {
-		return
+		return nil, false
 	}
 	if p == nil {
 		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+		return nil, false
+	}
+	return p, true
+}
+
+func (s *Server) readProxy(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.readable(w, r)
+	if !ok {
 		return
 	}
 	s.answerProxy(w, http.StatusOK, p)
