@@ -102,12 +102,15 @@ func tooBig(what string, size int) error {
 }
 
 // product is a*b, or MaxOutput+1 when that is larger or overflows.
-func product(a, b int) int {
+func product(a, b int) int { return productUpTo(a, b, MaxOutput) }
+
+// productUpTo is a*b, or limit+1 when that is larger or overflows.
+func productUpTo(a, b, limit int) int {
 	if a <= 0 || b <= 0 {
 		return 0
 	}
-	if a > (MaxOutput+1)/b {
-		return MaxOutput + 1
+	if a > (limit+1)/b {
+		return limit + 1
 	}
 	return a * b
 }
@@ -172,11 +175,11 @@ var sizers = map[string]func(in *exec.Value, params *exec.VarArgs) int{
 	},
 	"batch": func(in *exec.Value, params *exec.VarArgs) int {
 		n, _ := intArg(params, 0, "linecount")
-		return countBound(n)
+		return over(n, MaxRange)
 	},
 	"slice": func(in *exec.Value, params *exec.VarArgs) int {
 		n, _ := intArg(params, 0, "slices")
-		return countBound(n)
+		return over(n, MaxRange)
 	},
 	"tojson": func(in *exec.Value, params *exec.VarArgs) int {
 		v := arg(params, 0, "indent")
@@ -204,10 +207,10 @@ var sizers = map[string]func(in *exec.Value, params *exec.VarArgs) int{
 	},
 }
 
-// countBound maps a count of groups or items over MaxRange past the
-// bound, so that it is refused like a size.
-func countBound(n int) int {
-	if n > MaxRange {
+// over maps a count of groups or items past the bound when it is more
+// than most, so that it is refused like a size.
+func over(n, most int) int {
+	if n > most {
 		return MaxOutput + 1
 	}
 	return 0
@@ -383,12 +386,7 @@ func looped(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value
 	}
 	turns, text := length(in), 0
 	if len(params.Args) > 0 { // the bytes of text the body writes on each turn
-		if per := params.Args[0].Integer(); per > 0 {
-			text = MaxBytes + 1
-			if turns <= MaxBytes/per {
-				text = turns * per
-			}
-		}
+		text = productUpTo(turns, params.Args[0].Integer(), MaxBytes)
 	}
 	if err := spend(e, turns, text); err != nil {
 		return exec.AsValue(err)
@@ -517,7 +515,7 @@ var stringSizers = map[string]func(self string, params *exec.VarArgs) int{
 	},
 	"split":      splitItems,
 	"rsplit":     splitItems,
-	"splitlines": func(self string, _ *exec.VarArgs) int { return itemsBound(strings.Count(self, "\n") + 1) },
+	"splitlines": func(self string, _ *exec.VarArgs) int { return over(strings.Count(self, "\n")+1, maxItems) },
 }
 
 // keys are the names a gonja FilterSet or MethodSet holds, read from its
@@ -535,17 +533,9 @@ func keys(set any, field string) []string {
 // splitItems bounds the items split and rsplit make.
 func splitItems(self string, params *exec.VarArgs) int {
 	if sep := arg(params, 0, "sep"); sep != nil && !sep.IsNil() && sep.String() != "" {
-		return itemsBound(strings.Count(self, sep.String()) + 1)
+		return over(strings.Count(self, sep.String())+1, maxItems)
 	}
-	return itemsBound(len(self)/2 + 1)
-}
-
-// itemsBound maps a count of items over maxItems past the bound.
-func itemsBound(n int) int {
-	if n > maxItems {
-		return MaxOutput + 1
-	}
-	return 0
+	return over(len(self)/2+1, maxItems)
 }
 
 // formatSize is how large a format (printf's or Python's) can make its

@@ -51,7 +51,7 @@ type Mock struct {
 
 	groups    []string // capture group names by submatch index ("" unnamed)
 	headerVar []headerVar
-	queryVar  []selectorVar
+	queryVar  []queryVar
 	bodyVar   []selectorVar
 
 	kind        bodyKind
@@ -88,6 +88,10 @@ type selectorVar struct {
 	name string
 	keys []string
 }
+
+// queryVar is a query selector: the parameter it names is its keys
+// joined with dots (`.a.b` reads `a.b`), joined once, at load.
+type queryVar struct{ name, param string }
 
 type headerTemplate struct {
 	name string
@@ -140,7 +144,7 @@ func Compile(proxy string, m *config.Mock) (*Mock, error) {
 		c.headerVar = append(c.headerVar, headerVar{name, textproto.CanonicalMIMEHeaderKey(string(m.Request.Headers[name]))})
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.Request.Query)) {
-		c.queryVar = append(c.queryVar, selectorVar{name, m.Request.Query[name].Keys()})
+		c.queryVar = append(c.queryVar, queryVar{name, strings.Join(m.Request.Query[name].Keys(), ".")})
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.Request.Body)) {
 		c.bodyVar = append(c.bodyVar, selectorVar{name, m.Request.Body[name].Keys()})
@@ -295,8 +299,7 @@ func (m *Mock) variables(in *Input, sys *Request, file *jinja.Template) (*jinja.
 	if len(m.queryVar) > 0 {
 		q, _ := url.ParseQuery(in.RawQuery) // what parses is used; the rest binds nothing
 		for _, s := range m.queryVar {
-			key := strings.Join(s.keys, ".")
-			if v, ok := q[key]; ok && len(v) > 0 {
+			if v, ok := q[s.param]; ok && len(v) > 0 {
 				set(s.name, v[0])
 			}
 		}
