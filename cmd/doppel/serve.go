@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/admin"
+	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/compress"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/control"
@@ -77,25 +79,6 @@ once. A configuration with violations is refused with every one listed.`,
 	fs.StringVar(&f.seed, "seed", "", "make every fault roll a function of this seed and the request's X-Request-ID (env "+envSeed+")")
 	fs.BoolVar(&f.watch, "watch", false, "with the file store, reload by itself when the document changes")
 	return cmd
-}
-
-// watchFile reloads, as config reload would, whenever the document at
-// path changes; a rejected edit is logged with every violation and the
-// running configuration stays.
-func watchFile(ctx context.Context, path string, ctl *runtime.Controller, logger *telemetry.Logger) (func(), error) {
-	return file.Watch(ctx, path, func() {
-		res, err := ctl.Reload(ctx)
-		if err != nil {
-			var inv *config.Invalid
-			if errors.As(err, &inv) {
-				logger.Warn("the edited configuration is rejected; the running one stays", "violations", inv.Lines())
-				return
-			}
-			logger.Warn("the edited configuration could not be loaded; the running one stays", "error", err.Error())
-			return
-		}
-		logger.Info("reloaded after the configuration file changed", "revision", string(res.Runtime.Revision), "proxies", len(res.Runtime.Proxies))
-	})
 }
 
 // publishMocks republishes doppel_proxy_mocks for the runtime now in force;
@@ -185,44 +168,120 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	if err := f.resolve(cmd); err != nil {
 		return err
 	}
-	goruntime.GOMAXPROCS(f.workers)
 	if f.watch && opts.Kind != store.KindFile {
 		return usage("--watch is for the file store; with --store postgres every replica follows changes by itself")
 	}
+	goruntime.GOMAXPROCS(f.workers)
+	doc, pg, err := loadDocument(opts)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(opts, doc, pg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	logger, reporter, err := startTelemetry(doc, stdout)
+	if err != nil {
+		return err
+	}
+	defer logger.Flush()
+	defer reporter.Flush()
+	envTokens, err := startupChecks(doc, logger)
+	if err != nil {
+		return err
+	}
+	rt, err := runtime.Compile(doc)
+	if err != nil {
+		return failed("cannot compile the configuration: %v", err)
+	}
+	holder := runtime.NewHolder(rt)
+	ctl := change.New(holder, st, logger)
+	metrics := telemetry.NewMetrics(version.Version, *doc.Admin.Dashboard)
+	publishMocks(metrics, nil, rt)
+	ctl.OnSwap(func(old, next *runtime.Runtime) { publishMocks(metrics, old, next) })
 
-	var pg *postgres.Store
-	var src []byte
-	if opts.Kind == store.KindPostgres {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		pg, err = openDatabase(ctx, opts.DatabaseURL, opts.ConfigName)
-		if err == nil {
-			if err = postgres.CheckMigrated(ctx, pg.Pool()); err != nil {
-				err = failed("%v", err)
-			} else if src, err = pg.Source(ctx); err != nil {
-				err = failed("%v", err)
-			}
+	following, stopFollowing := context.WithCancel(context.Background())
+	defer stopFollowing()
+	// Live propagation: the database announces every replica's writes;
+	// the file is followed when asked (--watch).
+	if w, ok := st.(store.Watcher); ok && (opts.Kind == store.KindPostgres || f.watch) {
+		if err := ctl.Follow(following, w); err != nil {
+			return failed("cannot follow %s: %v", w.Describe(), err)
 		}
-		cancel()
-		if err != nil {
-			if pg != nil {
-				pg.Close()
-			}
+	}
+	ctlSrv, err := control.Listen(cmp.Or(f.socket, string(doc.Control.Socket)), ctl, tokenNames(envTokens))
+	if err != nil {
+		return failed("%v", err)
+	}
+	defer ctlSrv.Close()
+	go ctlSrv.Serve()
+
+	// Signals are ours before anyone can see the listener: a SIGTERM sent
+	// the moment the startup line appears is a graceful shutdown.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	proxies, err := listenProxy(f, doc, holder, logger, metrics, reporter)
+	if err != nil {
+		return err
+	}
+	var admins listening
+	if *doc.Admin.Enable {
+		api := admin.New(ctl, envTokens, logger)
+		api.Seeded = f.seed != ""
+		api.Metrics = metrics.Handler()
+		if admins, err = listenAdmin(f, doc, api, metrics, logger); err != nil {
+			_ = proxies.ln.Close()
 			return err
 		}
+	}
+	logger.Info("doppel is serving", "version", version.Version, "proxy_addr", proxies.ln.Addr().String(),
+		"revision", string(rt.Revision), "proxies", len(rt.Proxies), "workers", f.workers)
+	return serveUntilSignal(logger, signals, proxies, admins)
+}
+
+// loadDocument reads and checks the stored document: serve refuses one
+// with violations, listing every one. A database is checked to be
+// migrated first, and stays open for the store.
+func loadDocument(opts store.Options) (*config.Document, *postgres.Store, error) {
+	var pg *postgres.Store
+	var src []byte
+	var err error
+	if opts.Kind == store.KindPostgres {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if pg, err = openDatabase(ctx, opts.DatabaseURL, opts.ConfigName); err != nil {
+			return nil, nil, err
+		}
+		if err = postgres.CheckMigrated(ctx, pg.Pool()); err == nil {
+			src, err = pg.Source(ctx)
+		}
+		if err != nil {
+			pg.Close()
+			return nil, nil, failed("%v", err)
+		}
 	} else if src, err = readDocument(opts); err != nil {
-		return err
+		return nil, nil, err
 	}
 	doc, err := config.Load(src)
 	if err != nil {
+		if pg != nil {
+			pg.Close()
+		}
 		var inv *config.Invalid
 		if errors.As(err, &inv) {
-			return failed("the configuration is invalid:\n%s", strings.Join(inv.Lines(), "\n"))
+			return nil, nil, failed("the configuration is invalid:\n%s", strings.Join(inv.Lines(), "\n"))
 		}
-		return failed("%v", err)
+		return nil, nil, failed("%v", err)
 	}
+	return doc, pg, nil
+}
 
+// startTelemetry starts the log and the error reporting the document asks
+// for.
+func startTelemetry(doc *config.Document, stdout io.Writer) (*telemetry.Logger, *telemetry.Reporter, error) {
 	logger := telemetry.NewLogger(stdout, string(doc.Logging.Level), string(doc.Logging.Format))
-	defer logger.Flush()
 	if v := strings.TrimSpace(os.Getenv(telemetry.EnvLog)); v != "" {
 		if _, ok := telemetry.ParseLevel(v); !ok {
 			logger.Warn(telemetry.EnvLog+" is not a level (trace, debug, info, warn, error); logging.level applies", "value", v)
@@ -235,21 +294,24 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	dsn, dsnSource := telemetry.SentryDSN(docDSN)
 	reporter, err := telemetry.NewReporter(dsn, version.Version)
 	if err != nil {
-		return failed("%v", err)
+		logger.Flush()
+		return nil, nil, failed("%v", err)
 	}
-	defer reporter.Flush()
 	if reporter.Enabled() {
 		logger.Info("errors are reported to Sentry", "dsn", telemetry.MaskDSN(dsn), "source", dsnSource)
 	}
+	return logger, reporter, nil
+}
+
+// startupChecks logs the advisories and reads the environment's tokens,
+// warning of those that shadow stored ones.
+func startupChecks(doc *config.Document, logger *telemetry.Logger) ([]admin.Token, error) {
 	for _, a := range config.Advisories(doc) {
 		logger.Warn(a.Message, "path", a.Path)
 	}
-	if err := os.MkdirAll(string(doc.Templates.Dir), 0o755); err != nil {
-		return failed("cannot create the template directory: %v", err)
-	}
 	envTokens, err := admin.ParseEnvTokens(os.Getenv(admin.EnvTokens))
 	if err != nil {
-		return failed("%v", err)
+		return nil, failed("%v", err)
 	}
 	for _, t := range doc.Admin.Tokens {
 		for _, e := range envTokens {
@@ -258,90 +320,61 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 			}
 		}
 	}
-	var st store.Store
-	if pg != nil {
-		pg.SetTemplates(string(doc.Templates.Dir))
-		if err := pg.Materialize(context.Background()); err != nil {
-			return failed("cannot write the template files: %v", err)
-		}
-		st = pg
-	} else if st, err = file.Open(opts.ConfigPath, string(doc.Templates.Dir)); err != nil {
-		return failed("cannot open the configuration store: %v", err)
-	}
-	defer st.Close()
-	rt, err := runtime.Compile(doc)
-	if err != nil {
-		return failed("cannot compile the configuration: %v", err)
-	}
-	holder := runtime.NewHolder(rt)
-	ctl := runtime.NewController(holder, st)
-	metrics := telemetry.NewMetrics(version.Version, *doc.Admin.Dashboard)
-	publishMocks(metrics, nil, rt)
-	ctl.OnSwap(func(old, next *runtime.Runtime) { publishMocks(metrics, old, next) })
+	return envTokens, nil
+}
 
-	socket := f.socket
-	if socket == "" {
-		socket = string(doc.Control.Socket)
+func tokenNames(tokens []admin.Token) []config.Name {
+	var names []config.Name
+	for _, t := range tokens {
+		names = append(names, t.Name)
 	}
-	var claimed []config.Name
-	for _, t := range envTokens {
-		claimed = append(claimed, t.Name)
+	return names
+}
+
+// openStore creates the template directory and opens the store the
+// document came from (pg, when it is the database), for the changes to
+// come. A database's template files are written out before anything
+// serves.
+func openStore(opts store.Options, doc *config.Document, pg *postgres.Store) (store.Store, error) {
+	dir := string(doc.Templates.Dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		if pg != nil {
+			pg.Close()
+		}
+		return nil, failed("cannot create the template directory: %v", err)
 	}
-	listenCtx, stopListening := context.WithCancel(context.Background())
-	defer stopListening()
-	if pg != nil {
-		// Live propagation: every write to this configuration, by any
-		// replica, is announced; this one reloads itself.
-		go postgres.Listen(listenCtx, opts.DatabaseURL, opts.ConfigName, logger.Logger, func(revision string) bool {
-			if revision != "" && revision == string(holder.Load().Revision) {
-				return true // our own write, already in force
-			}
-			res, err := ctl.Reload(listenCtx)
-			if err != nil {
-				// An invalid document stays invalid until the next write;
-				// anything else (a connection the database dropped) may
-				// pass, and is tried again.
-				var inv *config.Invalid
-				retry := !errors.As(err, &inv)
-				logger.Warn("a change in the database could not be loaded; the running configuration is unchanged",
-					"error", err.Error(), "retrying", retry)
-				return !retry
-			}
-			logger.Info("reloaded after a change in the database", "revision", string(res.Runtime.Revision), "proxies", len(res.Runtime.Proxies))
-			return true
-		})
-	}
-	if f.watch {
-		stopWatching, err := watchFile(listenCtx, opts.ConfigPath, ctl, logger)
+	if pg == nil {
+		st, err := file.Open(opts.ConfigPath, dir)
 		if err != nil {
-			return failed("cannot watch %s: %v", opts.ConfigPath, err)
+			return nil, failed("cannot open the configuration store: %v", err)
 		}
-		defer stopWatching()
+		return st, nil
 	}
-	ctlSrv, err := control.Listen(socket, ctl, claimed)
-	if err != nil {
-		return failed("%v", err)
+	pg.SetTemplates(dir)
+	if err := pg.Materialize(context.Background()); err != nil {
+		pg.Close()
+		return nil, failed("cannot write the template files: %v", err)
 	}
-	defer ctlSrv.Close()
-	go ctlSrv.Serve()
+	return pg, nil
+}
 
-	addr := f.proxyAddr
-	if addr == "" {
-		addr = net.JoinHostPort(doc.Server.Host.String(), strconv.Itoa(int(doc.Server.Port)))
-	}
+// listenProxy binds the proxy listener and builds its server.
+func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder,
+	logger *telemetry.Logger, metrics *telemetry.Metrics, reporter *telemetry.Reporter) (listening, error) {
+	addr := cmp.Or(f.proxyAddr, net.JoinHostPort(doc.Server.Host.String(), strconv.Itoa(int(doc.Server.Port))))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return failed("the proxy listener cannot bind %s: %v", addr, err)
-	}
-	var roller fault.Roller
-	if f.seed != "" {
-		roller = fault.NewSeeded(f.seed)
-		logger.Info("fault rolls are seeded: a request replayed with the same X-Request-ID gets the same faults")
+		return listening{}, failed("the proxy listener cannot bind %s: %v", addr, err)
 	}
 	external, source, err := externalAddress(doc, addr, ln.Addr())
 	if err != nil {
 		_ = ln.Close()
-		return err
+		return listening{}, err
+	}
+	var roller fault.Roller
+	if f.seed != "" {
+		roller = fault.NewSeeded(f.seed)
+		logger.Info("fault rolls are seeded: a request replayed with the same X-Request-ID gets the same faults, and each retry of it a roll of its own")
 	}
 	logger.Info("redirects and bodies naming an upstream are rewritten to this address", "external_url", external.String(), "source", source)
 	srv := &http.Server{
@@ -361,45 +394,43 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     log.New(io.Discard, "", 0),
 	}
-	// Signals are ours before anyone can see the listener: a SIGTERM sent
-	// the moment the startup line appears is a graceful shutdown.
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(signals)
-	var adminSrv *http.Server
-	served := make(chan error, 2)
-	if *doc.Admin.Enable {
-		aaddr := f.adminAddr
-		if aaddr == "" {
-			aaddr = net.JoinHostPort(doc.Admin.Host.String(), strconv.Itoa(int(doc.Admin.Port)))
-		}
-		aln, err := net.Listen("tcp", aaddr)
-		if err != nil {
-			_ = ln.Close()
-			return failed("the admin listener cannot bind %s: %v", aaddr, err)
-		}
-		api := admin.New(ctl, envTokens, logger)
-		api.Seeded = f.seed != ""
-		api.Metrics = metrics.Handler()
-		adminSrv = &http.Server{
-			Handler:           metrics.InstrumentAdmin(compress.Handler(api), api.Route),
-			ReadHeaderTimeout: 10 * time.Second,
-			MaxHeaderBytes:    1 << 20,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          log.New(io.Discard, "", 0),
-		}
-		go func() { served <- adminSrv.Serve(aln) }()
-		logger.Info("the admin API is listening", "admin_addr", aln.Addr().String())
-	}
-	go func() { served <- srv.Serve(ln) }()
-	logger.Info("doppel is serving",
-		"version", version.Version,
-		"proxy_addr", ln.Addr().String(),
-		"revision", string(rt.Revision),
-		"proxies", len(rt.Proxies),
-		"workers", f.workers,
-	)
+	return listening{ln, srv}, nil
+}
 
+// listenAdmin binds the admin listener and builds its server.
+func listenAdmin(f *serveFlags, doc *config.Document, api *admin.Server, metrics *telemetry.Metrics, logger *telemetry.Logger) (listening, error) {
+	addr := cmp.Or(f.adminAddr, net.JoinHostPort(doc.Admin.Host.String(), strconv.Itoa(int(doc.Admin.Port))))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return listening{}, failed("the admin listener cannot bind %s: %v", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           metrics.InstrumentAdmin(compress.Handler(api), api.Route),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	logger.Info("the admin API is listening", "admin_addr", ln.Addr().String())
+	return listening{ln, srv}, nil
+}
+
+// listening is a bound listener and the server for it; both nil when the
+// listener is off.
+type listening struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// serveUntilSignal serves until SIGINT or SIGTERM, then drains in-flight
+// requests for up to drainTimeout; a second signal exits at once.
+func serveUntilSignal(logger *telemetry.Logger, signals <-chan os.Signal, proxies, admin listening) error {
+	served := make(chan error, 2)
+	for _, l := range []listening{proxies, admin} {
+		if l.srv != nil {
+			go func() { served <- l.srv.Serve(l.ln) }()
+		}
+	}
 	select {
 	case err := <-served:
 		return failed("the proxy listener stopped: %v", err)
@@ -414,12 +445,12 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	if adminSrv != nil {
-		go func() { _ = adminSrv.Shutdown(ctx) }()
+	if admin.srv != nil {
+		go func() { _ = admin.srv.Shutdown(ctx) }()
 	}
-	if err := srv.Shutdown(ctx); err != nil {
+	if err := proxies.srv.Shutdown(ctx); err != nil {
 		logger.Warn("in-flight requests did not finish in time", "error", err.Error())
-		_ = srv.Close()
+		_ = proxies.srv.Close()
 	}
 	logger.Info("stopped")
 	return nil

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/store/file"
@@ -49,7 +50,8 @@ proxies:
 
 type env struct {
 	*httptest.Server
-	ctl  *runtime.Controller
+	ctl  *change.Controller
+	st   *file.Store
 	path string
 	dir  string
 }
@@ -70,13 +72,13 @@ func newEnv(t *testing.T, doc string, envTokens []Token) *env {
 		t.Fatal(err)
 	}
 	rt, _ := runtime.Compile(snap.Document)
-	ctl := runtime.NewController(runtime.NewHolder(rt), st)
+	ctl := change.New(runtime.NewHolder(rt), st, nil)
 	// Every answer is held to the OpenAPI document (openapi_test.go).
 	api := New(ctl, envTokens, nil)
 	api.Metrics = telemetry.NewMetrics("test", true).Handler()
 	srv := httptest.NewServer(documented(t, api))
 	t.Cleanup(srv.Close)
-	return &env{Server: srv, ctl: ctl, path: path, dir: dir}
+	return &env{Server: srv, ctl: ctl, st: st, path: path, dir: dir}
 }
 
 type answer struct {
@@ -249,7 +251,7 @@ func TestProxyLifecycle(t *testing.T) {
 		t.Fatalf("create answer: %v %s", create.header, create.raw)
 	}
 	// In force when it answers.
-	if p := e.ctl.Holder().Load().Resolve(http.Header{"X-Backend": {"omega"}}); p == nil || p.Name != "omega" {
+	if p := e.ctl.Runtime().Resolve(http.Header{"X-Backend": {"omega"}}); p == nil || p.Name != "omega" {
 		t.Fatal("the created proxy is not in force")
 	}
 	expectCode(t, e.call(t, "POST", "/api/v1/proxies", adminToken, `{"proxy": {"name": "omega", "type": "http", "url": "http://h", "resolve": {"type": "header", "header": "X-B"}}}`), 409, "CONFLICT")
@@ -281,7 +283,7 @@ func TestProxyLifecycle(t *testing.T) {
 	}
 	rev2 := ok.body["revision"].(string)
 	expectCode(t, upd(`{"revision": "`+rev+`", "proxy": `+doc+`}`), 409, "REVISION_MISMATCH")
-	if e.ctl.Holder().Load().Resolve(http.Header{"X-Backend": {"omega"}}).Timeout.Seconds() != 6 {
+	if e.ctl.Runtime().Resolve(http.Header{"X-Backend": {"omega"}}).Timeout.Seconds() != 6 {
 		t.Fatal("the update is not in force")
 	}
 	// Rename to a taken name is refused; to a free one is done.
@@ -298,7 +300,7 @@ func TestProxyLifecycle(t *testing.T) {
 		t.Fatalf("delete: %d %s", a.status, a.raw)
 	}
 	expectCode(t, e.call(t, "DELETE", "/api/v1/proxies/sigma", adminToken, ""), 404, "NOT_FOUND")
-	if e.ctl.Holder().Load().Resolve(http.Header{"X-Backend": {"sigma"}}) != e.ctl.Holder().Load().Default {
+	if e.ctl.Runtime().Resolve(http.Header{"X-Backend": {"sigma"}}) != e.ctl.Runtime().Default {
 		t.Fatal("the deleted proxy is still in force")
 	}
 }
@@ -344,12 +346,11 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 			t.Errorf("proxy p%02d: %d writers won, want 1", n, wins)
 		}
 	}
-	doc := e.ctl.Holder().Load().Document
-	stored, _ := e.ctl.Store().Load(context.Background())
+	doc := e.ctl.Runtime().Document
+	stored, _ := e.st.Load(context.Background())
 	for n := range 20 {
 		name := fmt.Sprintf("p%02d", n)
-		i := find(doc, name)
-		if doc.Proxies[i].Headers == nil || stored.Document.Proxies[i].Headers == nil {
+		if doc.Proxy(name).Headers == nil || stored.Document.Proxy(name).Headers == nil {
 			t.Errorf("%s lost its update", name)
 		}
 	}
@@ -412,9 +413,9 @@ func TestReloadStatusAccessSchema(t *testing.T) {
 		t.Fatalf("reload: %d %s", a.status, a.raw)
 	}
 	_ = os.WriteFile(e.path, []byte("server: {host: 127.0.0.1, port: 1}\nadmin: {host: 127.0.0.1, port: 1}\n"), 0o644)
-	before := e.ctl.Holder().Load()
+	before := e.ctl.Runtime()
 	expectCode(t, e.call(t, "POST", "/api/v1/config/reload", adminToken, ""), 400, "CONFIG_INVALID")
-	if e.ctl.Holder().Load() != before {
+	if e.ctl.Runtime() != before {
 		t.Fatal("a rejected reload changed the running configuration")
 	}
 	expectCode(t, e.call(t, "POST", "/api/v1/config/reload", userToken, ""), 403, "FORBIDDEN")

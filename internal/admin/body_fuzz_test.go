@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/store/file"
 )
@@ -33,7 +34,7 @@ func fuzzServer(f *testing.F) *Server {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return New(runtime.NewController(runtime.NewHolder(rt), st), nil, nil)
+	return New(change.New(runtime.NewHolder(rt), st, nil), nil, nil)
 }
 
 // checkAnswer asserts what every answer to a body must be: under 500, and
@@ -110,7 +111,7 @@ func FuzzProxyBody(f *testing.F) {
 
 		// The whole handler: PUT to the first proxy in force, with its
 		// revision when asked, so that a valid body is written.
-		doc := srv.ctl.Holder().Load().Document
+		doc := srv.ctl.Runtime().Document
 		p := &doc.Proxies[0]
 		req := httptest.NewRequest("PUT", "/api/v1/proxies/"+string(p.Name), strings.NewReader(string(body)))
 		req.Header.Set("X-Proxy-Authorization", "Bearer "+adminToken)

@@ -92,7 +92,7 @@ func (s *Server) dashboardPage(w http.ResponseWriter, r *http.Request) {
 	if depth := strings.Count(sent[1:], "/"); depth > 0 {
 		root = strings.Repeat("../", depth)
 	}
-	header := string(s.ctl.Holder().Load().Document.Admin.Auth.Header) // in force: a reload may change it
+	header := string(s.ctl.Runtime().Document.Admin.Auth.Header) // in force: a reload may change it
 	// One pass: what is put in is never searched for placeholders, so a
 	// title such as "{{root}}" stays text.
 	page := []byte(strings.NewReplacer(

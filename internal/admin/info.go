@@ -18,7 +18,7 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	files, err := s.ctl.Store().Templates(r.Context(), string(p.Name))
+	files, err := s.ctl.Templates(r.Context(), string(p.Name))
 	if err != nil {
 		apierr.Write(w, apierr.StoreError, err.Error())
 		return
@@ -33,11 +33,11 @@ func (s *Server) uploadTemplate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !declares(p, file) {
+	if !p.Declares(file) {
 		apierr.Write(w, apierr.TemplateNotDeclared, "no mock of proxy "+name+" names "+file+" in response.template")
 		return
 	}
-	limit := int64(s.ctl.Holder().Load().Document.Admin.Upload.Limit)
+	limit := int64(s.ctl.Runtime().Document.Admin.Upload.Limit)
 	if r.ContentLength > limit {
 		apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a template file is at most %d bytes (admin.upload.limit)", limit))
 		return
@@ -51,7 +51,7 @@ func (s *Server) uploadTemplate(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a template file is at most %d bytes (admin.upload.limit)", limit))
 		return
 	}
-	if err := s.ctl.Store().WriteTemplate(r.Context(), name, file, content); err != nil {
+	if err := s.ctl.WriteTemplate(r.Context(), name, file, content); err != nil {
 		apierr.Write(w, apierr.StoreError, err.Error())
 		return
 	}
@@ -82,7 +82,7 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	err := s.ctl.Store().DeleteTemplate(r.Context(), name, file)
+	err := s.ctl.DeleteTemplate(r.Context(), name, file)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		apierr.Write(w, apierr.NotFound, "template file "+file+" of proxy "+name+" does not exist")
@@ -115,7 +115,7 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	rt := s.ctl.Holder().Load()
+	rt := s.ctl.Runtime()
 	type proxyStatus struct {
 		Name     string `json:"name"`
 		Upstream string `json:"upstream"`

@@ -530,7 +530,7 @@ func withDescription(s map[string]any, d string) map[string]any {
 // openAPI answers the document, generated per request: the header tokens
 // travel in is the one in force, which a reload may change.
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
-	header := string(s.ctl.Holder().Load().Document.Admin.Auth.Header)
+	header := string(s.ctl.Runtime().Document.Admin.Auth.Header)
 	b, err := json.MarshalIndent(openAPIDocument(s.routeTable(), header), "", "  ")
 	if err != nil {
 		panic(err) // maps, strings, numbers and bools only: cannot fail

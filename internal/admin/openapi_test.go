@@ -343,7 +343,7 @@ func TestSwaggerUI(t *testing.T) {
 // fits the schema listed for that status and content type. The existing
 // tests then check the document as a side effect.
 func documented(t *testing.T, s *Server) http.Handler {
-	header := string(s.ctl.Holder().Load().Document.Admin.Auth.Header)
+	header := string(s.ctl.Runtime().Document.Admin.Auth.Header)
 	raw, _ := json.Marshal(openAPIDocument(s.routeTable(), header))
 	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil {

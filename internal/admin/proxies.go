@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
-	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/goccy/go-yaml"
 )
 
@@ -37,7 +38,7 @@ func (s *Server) listProxies(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, ActList, nil) {
 		return
 	}
-	doc := s.ctl.Holder().Load().Document
+	doc := s.ctl.Runtime().Document
 	out := struct {
 		Proxies []revisioned `json:"proxies"`
 	}{Proxies: []revisioned{}}
@@ -177,8 +178,8 @@ func (s *Server) createProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	p := b.proxy
 	rt, err := s.ctl.Write(r.Context(), func(doc *config.Document) error {
-		if find(doc, string(p.Name)) >= 0 {
-			return &runtime.Conflict{Reason: "a proxy named " + string(p.Name) + " already exists"}
+		if doc.Proxy(string(p.Name)) != nil {
+			return &change.Conflict{Reason: "a proxy named " + string(p.Name) + " already exists"}
 		}
 		doc.Proxies = append(doc.Proxies, *p)
 		return nil
@@ -189,16 +190,7 @@ func (s *Server) createProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	doc := rt.Document
 	w.Header().Set("Location", "/api/v1/proxies/"+string(p.Name))
-	s.answerProxy(w, http.StatusCreated, &doc.Proxies[find(doc, string(p.Name))])
-}
-
-func find(doc *config.Document, name string) int {
-	for i := range doc.Proxies {
-		if string(doc.Proxies[i].Name) == name {
-			return i
-		}
-	}
-	return -1
+	s.answerProxy(w, http.StatusCreated, doc.Proxy(string(p.Name)))
 }
 
 func (s *Server) updateProxy(w http.ResponseWriter, r *http.Request) {
@@ -237,58 +229,30 @@ func (s *Server) updateProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	p := b.proxy
 	renamed := string(p.Name) != name
+	var moves []change.Move
+	if renamed {
+		// Template files follow the proxy (change.Controller.Write).
+		moves = append(moves, change.Move{From: name, To: string(p.Name)})
+	}
 	rt, err := s.ctl.Write(r.Context(), func(doc *config.Document) error {
-		i := find(doc, name)
-		if i < 0 {
+		cur := doc.Proxy(name)
+		if cur == nil {
 			return &notFound{"proxy " + name}
 		}
-		if cur, _ := config.ProxyRevision(&doc.Proxies[i]); string(cur) != expected {
-			return &revisionMismatch{name: name, current: string(cur)}
+		if rev, _ := config.ProxyRevision(cur); string(rev) != expected {
+			return &revisionMismatch{name: name, current: string(rev)}
 		}
-		if renamed && find(doc, string(p.Name)) >= 0 {
+		if renamed && doc.Proxy(string(p.Name)) != nil {
 			return &config.Invalid{Violations: []config.Violation{{Path: "name", Message: "proxy " + string(p.Name) + " already exists: a rename needs a free name"}}}
 		}
-		doc.Proxies[i] = *p
+		*cur = *p
 		return nil
-	})
+	}, moves...)
 	if err != nil {
 		s.writeFailure(w, err)
 		return
 	}
-	// Template files follow the proxy, after the configuration write.
-	if renamed {
-		if err := s.ctl.Store().MoveTemplates(r.Context(), name, string(p.Name)); err != nil {
-			s.log.Error("moving template files after a rename failed", "from", name, "to", string(p.Name), "error", err.Error())
-		}
-	}
-	doc := rt.Document
-	updated := &doc.Proxies[find(doc, string(p.Name))]
-	s.pruneTemplates(r, updated)
-	s.answerProxy(w, http.StatusOK, updated)
-}
-
-// pruneTemplates removes the proxy's template files no mock names any more.
-func (s *Server) pruneTemplates(r *http.Request, p *config.Proxy) {
-	files, err := s.ctl.Store().Templates(r.Context(), string(p.Name))
-	if err != nil {
-		return
-	}
-	for _, f := range files {
-		if !declares(p, f.Name) {
-			if err := s.ctl.Store().DeleteTemplate(r.Context(), string(p.Name), f.Name); err != nil {
-				s.log.Error("removing an unused template file failed", "proxy", string(p.Name), "file", f.Name, "error", err.Error())
-			}
-		}
-	}
-}
-
-func declares(p *config.Proxy, file string) bool {
-	for _, m := range p.Mocks {
-		if m.Response.Template != nil && string(*m.Response.Template) == file {
-			return true
-		}
-	}
-	return false
+	s.answerProxy(w, http.StatusOK, rt.Document.Proxy(string(p.Name)))
 }
 
 func (s *Server) deleteProxy(w http.ResponseWriter, r *http.Request) {
@@ -304,25 +268,23 @@ func (s *Server) deleteProxy(w http.ResponseWriter, r *http.Request) {
 	if star {
 		present = false // "whatever it is": a delete does not need a revision
 	}
+	// The proxy's template files go with it (change.Controller.Write).
 	_, err = s.ctl.Write(r.Context(), func(doc *config.Document) error {
-		i := find(doc, name)
-		if i < 0 {
+		cur := doc.Proxy(name)
+		if cur == nil {
 			return &notFound{"proxy " + name}
 		}
 		if present {
-			if cur, _ := config.ProxyRevision(&doc.Proxies[i]); string(cur) != header {
-				return &revisionMismatch{name: name, current: string(cur)}
+			if rev, _ := config.ProxyRevision(cur); string(rev) != header {
+				return &revisionMismatch{name: name, current: string(rev)}
 			}
 		}
-		doc.Proxies = append(doc.Proxies[:i], doc.Proxies[i+1:]...)
+		doc.Proxies = slices.DeleteFunc(doc.Proxies, func(p config.Proxy) bool { return string(p.Name) == name })
 		return nil
 	})
 	if err != nil {
 		s.writeFailure(w, err)
 		return
-	}
-	if err := s.ctl.Store().DeleteTemplates(r.Context(), name); err != nil {
-		s.log.Error("removing a deleted proxy's template files failed", "proxy", name, "error", err.Error())
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
-	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 )
 
@@ -26,7 +26,7 @@ type Server struct {
 	// Metrics serves GET /metrics; 404 when nil.
 	Metrics http.Handler
 
-	ctl     *runtime.Controller
+	ctl     *change.Controller
 	env     []Token
 	log     *telemetry.Logger
 	started time.Time
@@ -40,12 +40,12 @@ type Server struct {
 
 // New builds the admin API over the controller; env are the tokens of
 // DOPPEL_ADMIN_TOKENS.
-func New(ctl *runtime.Controller, env []Token, log *telemetry.Logger) *Server {
+func New(ctl *change.Controller, env []Token, log *telemetry.Logger) *Server {
 	if log == nil {
 		log = telemetry.Nop()
 	}
 	s := &Server{ctl: ctl, env: env, log: log, started: time.Now()}
-	a := ctl.Holder().Load().Document.Admin
+	a := ctl.Runtime().Document.Admin
 	s.dashboard = a.Dashboard == nil || *a.Dashboard
 	s.title = string(a.Title)
 	if s.title == "" {
@@ -259,7 +259,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 // holds, so a token written into the store out of band has no effect until
 // a reload puts it in force.
 func (s *Server) policy(r *http.Request) (*config.Document, Caller) {
-	doc := s.ctl.Holder().Load().Document
+	doc := s.ctl.Runtime().Document
 	return doc, identify(r, doc, s.env)
 }
 
@@ -281,13 +281,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, act Action, p
 
 // inForce returns the proxy of that name in the configuration in force.
 func (s *Server) inForce(name string) *config.Proxy {
-	doc := s.ctl.Holder().Load().Document
-	for i := range doc.Proxies {
-		if string(doc.Proxies[i].Name) == name {
-			return &doc.Proxies[i]
-		}
-	}
-	return nil
+	return s.ctl.Runtime().Document.Proxy(name)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -305,10 +299,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) writeFailure(w http.ResponseWriter, err error) {
 	var (
 		inv      *config.Invalid
-		conflict *runtime.Conflict
+		conflict *change.Conflict
 		mismatch *revisionMismatch
 		notFound *notFound
-		np       *runtime.NotPromoted
+		np       *change.NotPromoted
 	)
 	switch {
 	case errors.As(err, &inv):

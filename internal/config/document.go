@@ -175,6 +175,20 @@ type MockOverride struct {
 	Latency *Latency `yaml:"latency,omitempty" doc:"Replaces the proxy's latency for this mock's answers, rather than adding to it."`
 }
 
+// Faults are the fault settings of a proxy or of a mock's proxy block,
+// side by side: what internal/fault builds faults from. A new fault adds
+// its field here and to Proxy and MockOverride.
+type Faults struct {
+	Loss    *Loss
+	Latency *Latency
+}
+
+// Faults are the proxy's own fault settings.
+func (p *Proxy) Faults() Faults { return Faults{Loss: p.Loss, Latency: p.Latency} }
+
+// Faults are the mock's own fault settings.
+func (o *MockOverride) Faults() Faults { return Faults{Loss: o.Loss, Latency: o.Latency} }
+
 // Defaults for the sections that may be left out.
 const (
 	DefaultLogLevel  LogLevel  = "info"
@@ -331,4 +345,26 @@ func (r *MockRequest) Declared() []Declared {
 		}
 	}
 	return out
+}
+
+// Proxy is the proxy of that name, or nil: the one lookup by name, for the
+// document in force and for one being edited alike.
+func (d *Document) Proxy(name string) *Proxy {
+	for i := range d.Proxies {
+		if string(d.Proxies[i].Name) == name {
+			return &d.Proxies[i]
+		}
+	}
+	return nil
+}
+
+// Declares reports whether some mock of the proxy names the template file
+// in response.template.
+func (p *Proxy) Declares(file string) bool {
+	for _, m := range p.Mocks {
+		if m.Response.Template != nil && string(*m.Response.Template) == file {
+			return true
+		}
+	}
+	return false
 }

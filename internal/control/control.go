@@ -21,8 +21,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
-	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/google/uuid"
 )
 
@@ -48,7 +48,7 @@ type Response struct {
 
 // Server answers on the control socket.
 type Server struct {
-	ctl      *runtime.Controller
+	ctl      *change.Controller
 	envNames []config.Name // token names DOPPEL_ADMIN_TOKENS claims
 	ln       net.Listener
 	path     string
@@ -58,7 +58,7 @@ type Server struct {
 // Listen creates the socket at path (mode 0600). Its directory must exist.
 // A socket file with nothing behind it (left by a crash) is replaced; a
 // live one belongs to another process and is never taken over.
-func Listen(path string, ctl *runtime.Controller, envNames []config.Name) (*Server, error) {
+func Listen(path string, ctl *change.Controller, envNames []config.Name) (*Server, error) {
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("the control socket's directory %s does not exist (control.socket, or --socket)", dir)
@@ -166,7 +166,7 @@ func (s *Server) addToken(ctx context.Context, req Request) Response {
 	rt, err := s.ctl.Write(ctx, func(doc *config.Document) error {
 		for _, t := range doc.Admin.Tokens {
 			if t.Name == name {
-				return &runtime.Conflict{Reason: "a token named " + string(name) + " already exists"}
+				return &change.Conflict{Reason: "a token named " + string(name) + " already exists"}
 			}
 		}
 		doc.Admin.Tokens = append(doc.Admin.Tokens, config.TokenEntry{Name: name, Group: group, Token: token})
@@ -181,7 +181,7 @@ func (s *Server) addToken(ctx context.Context, req Request) Response {
 func failure(err error) Response {
 	var (
 		inv      *config.Invalid
-		conflict *runtime.Conflict
+		conflict *change.Conflict
 	)
 	switch {
 	case errors.As(err, &inv):

@@ -1,98 +1,91 @@
 // Package fault holds the deliberate degradations and the rolls that decide
-// them. Every roll goes through a Roller keyed by what is being decided, so
-// that a seeded Roller can make faults a pure function of the request (a
+// them. A fault is one value behind one interface, in a file of its own,
+// registered by kind: it says where it acts (Stage) and how it rolls
+// (Roll); the caller rolls it once, in the fixed order of the kinds, and
+// only then lets it act. The request pipeline calls the stages and never
+// names a fault.
+//
+// Every roll goes through a Roller keyed by what is being decided, so that
+// a seeded Roller can make faults a pure function of the request (a
 // replayed request id gets the same faults) without the pipeline changing.
 package fault
 
 import (
-	"math/rand/v2"
+	"net/http"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
 )
 
-// Roll names which decision a draw is for.
-type Roll uint8
+// Stage is where a fault acts on a request it fired on.
+type Stage uint8
 
 const (
-	RollReplace Roll = iota + 1
-	RollLoss
-	RollLatency
-	RollLatencyDraw
+	// Before: in place of the answer. The fault answers (or breaks the
+	// connection) itself; neither a mock nor the upstream is reached, the
+	// faults after it are not rolled, and nothing delays it.
+	Before Stage = iota + 1
+	// On: on the answer, by wrapping the writer the answer goes through.
+	On
+	// After: the last step before the answer's headers leave, a wait
+	// counted from the request's arrival.
+	After
 )
 
-// Key identifies one draw.
-type Key struct {
-	Proxy     string
-	Mock      string // empty when no mock is involved
-	RequestID string
-	Roll      Roll
+// Fault is one deliberate degradation, declared on a proxy or a mock.
+type Fault interface {
+	// Name is the fault's key in the document, and its name in the log
+	// line and the metrics.
+	Name() string
+	// Stage says where it acts.
+	Stage() Stage
+	// Roll is the draw that decides whether it fires, and the share of
+	// requests it fires on (0..1).
+	Roll() (Roll, float64)
+	// Act applies it to a request it fired on. draw makes the further
+	// draws a fault needs (a delay), keyed like the roll that fired.
+	Act(x Exchange, draw Draw)
 }
 
-// A Roller returns a number in [0, 1) for a draw.
-type Roller interface {
-	Float64(Key) float64
+// Draw returns a number in [0, 1) for one of a fault's further draws.
+type Draw func(Roll) float64
+
+// Exchange is the request a fault acts on, as the pipeline shows it.
+type Exchange interface {
+	// ResponseWriter is the answer's writer: a Before fault answers here.
+	http.ResponseWriter
+	// Fail answers with Doppel's error envelope under the given status.
+	Fail(status int, code apierr.Code, message string)
+	// Delay makes d the target for the whole response: the answer's
+	// headers wait until d after the request arrived.
+	Delay(d time.Duration)
+	// Wrap puts a writer of the fault's in front of the answer's: an On
+	// fault shapes what the answer writes.
+	Wrap(func(http.ResponseWriter) http.ResponseWriter)
 }
 
-// Random draws independently per request from the runtime's lock-free
-// generator. It is the Roller when no seed is set.
-type Random struct{}
+// Set is the faults that apply to a request, in the fixed order of their
+// kinds.
+type Set []Fault
 
-func (Random) Float64(Key) float64 { return rand.Float64() }
-
-// Fires reports whether a share p fires: 0 never does, 1 always does.
-func Fires(r Roller, k Key, p float64) bool {
-	switch {
-	case p <= 0:
-		return false
-	case p >= 1:
-		return true
+// Inject rolls each fault of the set in order and lets each one that
+// fires act; fired receives the name of each. It reports whether a Before
+// fault answered, which stops the rest.
+func (s Set) Inject(r Roller, k Key, x Exchange, fired func(name string)) (answered bool) {
+	for _, f := range s {
+		roll, share := f.Roll()
+		k.Roll = roll
+		if !Fires(r, k, share) {
+			continue
+		}
+		fired(f.Name())
+		f.Act(x, func(further Roll) float64 {
+			k.Roll = further
+			return r.Float64(k)
+		})
+		if f.Stage() == Before {
+			return true
+		}
 	}
-	return r.Float64(k) < p
-}
-
-// Loss drops a share of requests with a status.
-type Loss struct {
-	Percentage float64
-	Status     int
-}
-
-// Fires reports whether this request is dropped.
-func (l *Loss) Fires(r Roller, k Key) bool {
-	if l == nil {
-		return false
-	}
-	k.Roll = RollLoss
-	return Fires(r, k, l.Percentage)
-}
-
-// Latency makes a share of requests take a time drawn uniformly from
-// [Min, Max]; the time is a target for the whole response.
-type Latency struct {
-	Percentage float64
-	Min, Max   time.Duration
-}
-
-// Target returns the whole-response time drawn for this request, or false
-// when the roll does not fire.
-func (l *Latency) Target(r Roller, k Key) (time.Duration, bool) {
-	if l == nil {
-		return 0, false
-	}
-	k.Roll = RollLatency
-	if !Fires(r, k, l.Percentage) {
-		return 0, false
-	}
-	if l.Max <= l.Min {
-		return l.Min, true
-	}
-	k.Roll = RollLatencyDraw
-	return l.Min + time.Duration(r.Float64(k)*float64(l.Max-l.Min+1)), true
-}
-
-// Replace is the share of matching requests a mock answers.
-type Replace float64
-
-// Fires reports whether the mock answers this request.
-func (p Replace) Fires(r Roller, k Key) bool {
-	k.Roll = RollReplace
-	return Fires(r, k, float64(p))
+	return false
 }

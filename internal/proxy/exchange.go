@@ -8,48 +8,48 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/doppelproxy/doppel/internal/telemetry"
 )
 
 // exchange is one request's state: what was decided, what happened, and
 // the ResponseWriter every answer goes through. Holding the first final
 // WriteHeader until the latency target is reached makes the delay apply to
 // whatever answers (upstream, mock or error) without any of them knowing.
+// It is the fault.Exchange that faults act on.
 type exchange struct {
+	// w is what answers are written to: the connection's writer, or a
+	// fault's in front of it (Wrap). conn is always the connection's.
 	w     http.ResponseWriter
+	conn  http.ResponseWriter
 	req   *http.Request
 	start time.Time
 
-	requestID string
-	runtime   *runtime.Runtime // the one in force when the request arrived
-	proxy     *runtime.Proxy
-	mock      string
-	path      string // the request path as sent, escaped, without the query
-	target    string // the built upstream path, escaped
+	// rec is what the log line and the metrics say of this request.
+	rec telemetry.Exchange
+	// faultsBuf backs rec.Faults, so that recording a fault allocates
+	// nothing.
+	faultsBuf [4]string
 
-	// latency is the whole-response target; zero when the roll did not fire.
-	latency        time.Duration
-	latencyFired   bool
-	latencyWaited  time.Duration
-	lossInjected   bool
-	replaced       bool        // a mock was chosen to answer
-	errCode        apierr.Code // the envelope's code when Doppel answered with one
-	upstreamFailed bool        // a transport failure or the proxy's timeout
+	runtime *runtime.Runtime // the one in force when the request arrived
+	proxy   *runtime.Proxy
+	target  string // the built upstream path, escaped
+
+	// latency is the whole-response target; zero when no delay applies.
+	latency time.Duration
 
 	wroteHeader bool
-	status      int
-	headerAt    time.Duration
 
 	// timeout cancels the upstream exchange when the proxy's timeout has
 	// passed; timeoutLeft is its budget as of upstreamStart.
 	timeout     *time.Timer
 	timeoutLeft time.Duration
 
-	upstreamStart     time.Time
-	upstreamContacted bool
-	upstreamStatus    int
-	upstreamDuration  time.Duration
+	upstreamStart time.Time
 }
+
+var _ fault.Exchange = (*exchange)(nil)
 
 func (ex *exchange) Header() http.Header { return ex.w.Header() }
 
@@ -65,9 +65,9 @@ func (ex *exchange) WriteHeader(code int) {
 	}
 	ex.waitLatency()
 	ex.wroteHeader = true
-	ex.status = code
-	ex.headerAt = time.Since(ex.start)
-	ex.w.Header().Set(headerRequestID, ex.requestID)
+	ex.rec.Status = code
+	ex.rec.Duration = time.Since(ex.start)
+	ex.w.Header().Set(headerRequestID, ex.rec.RequestID)
 	ex.w.WriteHeader(code)
 }
 
@@ -90,7 +90,7 @@ func (ex *exchange) waitLatency() {
 	case <-t.C:
 	case <-ex.req.Context().Done():
 	}
-	ex.latencyWaited = time.Since(began)
+	ex.rec.LatencyWaited = time.Since(began)
 	if paused {
 		ex.timeout.Reset(ex.timeoutLeft - began.Sub(ex.upstreamStart))
 	}
@@ -98,12 +98,27 @@ func (ex *exchange) waitLatency() {
 
 // fail answers with Doppel's own error envelope.
 func (ex *exchange) fail(code apierr.Code, message string) {
-	ex.failStatus(code.Status(), code, message)
+	ex.Fail(code.Status(), code, message)
 }
 
-func (ex *exchange) failStatus(status int, code apierr.Code, message string) {
-	ex.errCode = code
+// Fail answers with the envelope under status (a loss answers with its own).
+func (ex *exchange) Fail(status int, code apierr.Code, message string) {
+	ex.rec.ErrorCode = string(code)
 	apierr.WriteStatus(ex, status, code, message)
+}
+
+// Delay sets the whole-response target.
+func (ex *exchange) Delay(d time.Duration) { ex.latency = d }
+
+// Wrap puts a fault's writer in front of the answer's.
+func (ex *exchange) Wrap(wrap func(http.ResponseWriter) http.ResponseWriter) { ex.w = wrap(ex.w) }
+
+// fired records that a fault fired.
+func (ex *exchange) fired(name string) {
+	if ex.rec.Faults == nil {
+		ex.rec.Faults = ex.faultsBuf[:0]
+	}
+	ex.rec.Faults = append(ex.rec.Faults, name)
 }
 
 // statusClientLeft is logged for a request whose client disconnected
@@ -113,8 +128,8 @@ const statusClientLeft = 499
 // clientLeft records that the client disconnected before any answer.
 func (ex *exchange) clientLeft() {
 	ex.wroteHeader = true
-	ex.status = statusClientLeft
-	ex.headerAt = time.Since(ex.start)
+	ex.rec.Status = statusClientLeft
+	ex.rec.Duration = time.Since(ex.start)
 }
 
 func (ex *exchange) Write(b []byte) (int, error) {
@@ -136,9 +151,10 @@ func (ex *exchange) Flush() {
 
 func (ex *exchange) Unwrap() http.ResponseWriter { return ex.w }
 
-// Hijack is used by protocol upgrades (101 Switching Protocols).
+// Hijack is used by protocol upgrades (101 Switching Protocols): the
+// connection's own writer hijacks, whatever wraps it.
 func (ex *exchange) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	h, ok := ex.w.(http.Hijacker)
+	h, ok := ex.conn.(http.Hijacker)
 	if !ok {
 		return nil, nil, errors.New("hijacking is not supported")
 	}

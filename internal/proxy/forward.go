@@ -98,7 +98,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 	for k, v := range p.Inject {
 		h[k] = v
 	}
-	h.Set(headerRequestID, ex.requestID)
+	h.Set(headerRequestID, ex.rec.RequestID)
 }
 
 // setOr keeps the client's value of an X-Forwarded header, else sets ours.
@@ -115,9 +115,9 @@ func setOr(out, in http.Header, key, value string) {
 // rewritten to name Doppel.
 func (h *Handler) modifyResponse(res *http.Response) error {
 	ex := exchangeFrom(res.Request.Context())
-	ex.upstreamContacted = true
-	ex.upstreamStatus = res.StatusCode
-	ex.upstreamDuration = time.Since(ex.upstreamStart)
+	ex.rec.UpstreamContacted = true
+	ex.rec.UpstreamStatus = res.StatusCode
+	ex.rec.UpstreamDuration = time.Since(ex.upstreamStart)
 
 	c := ex.proxy.Config
 	loc := res.Header.Get("Location")
@@ -166,12 +166,12 @@ func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, err
 		// Only the proxy's own timeout is a timeout; a dial that gives up
 		// on its own is a failure to reach the upstream.
 		if context.Cause(r.Context()) == errUpstreamTimeout {
-			ex.upstreamFailed = true
+			ex.rec.UpstreamFailed = true
 			ex.fail(apierr.UpstreamTimeout, "the upstream did not answer within the proxy's timeout of "+ex.proxy.Timeout.String())
 			return
 		}
-		log.Debug("upstream exchange failed", "request_id", ex.requestID, "proxy", ex.proxy.Name, "error", err.Error())
-		ex.upstreamFailed = true
+		log.Debug("upstream exchange failed", "request_id", ex.rec.RequestID, "proxy", ex.proxy.Name, "error", err.Error())
+		ex.rec.UpstreamFailed = true
 		ex.fail(apierr.UpstreamError, "the upstream could not be reached or broke off the exchange")
 	}
 }

@@ -3,11 +3,14 @@
 //
 //  1. resolve which proxy handles it
 //  2. confine its path to that proxy's upstream
-//  3. does a mock match, and does replace fire? then the applicable loss
-//  4. answer (mock or upstream), waiting out what is left of the latency
+//  3. does a mock match, and does replace fire?
+//  4. the faults that apply, in their order: one that answers in place of
+//     the answer stops here
+//  5. answer (mock or upstream), waiting out what is left of the latency
 //
 // The handler reads the Runtime in force through an atomic pointer and
-// takes no lock.
+// takes no lock shared by all requests. It knows the stages of a fault,
+// never which faults exist.
 package proxy
 
 import (
@@ -36,6 +39,7 @@ type Handler struct {
 	reporter  *telemetry.Reporter
 	runtime   *runtime.Holder
 	roller    fault.Roller
+	attempts  bool // count attempts per request id: rolls are seeded
 	log       *telemetry.Logger
 	forward   *httputil.ReverseProxy
 	templates *render.Files
@@ -73,9 +77,11 @@ func New(h *runtime.Holder, opts Options) *Handler {
 	if opts.Transport == nil {
 		opts.Transport = NewTransport()
 	}
+	_, random := opts.Roller.(fault.Random)
 	handler := &Handler{
 		runtime:   h,
 		roller:    opts.Roller,
+		attempts:  !random,
 		log:       opts.Log,
 		templates: opts.Templates,
 		external:  opts.External,
@@ -87,7 +93,8 @@ func New(h *runtime.Holder, opts Options) *Handler {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ex := &exchange{w: w, req: r, start: time.Now(), requestID: requestID(r), path: loggedPath(r)}
+	ex := &exchange{w: w, conn: w, req: r, start: time.Now()}
+	ex.rec = telemetry.Exchange{RequestID: requestID(r), Method: r.Method, Path: loggedPath(r)}
 	defer h.finish(ex)
 	rt := h.runtime.Load()
 
@@ -101,24 +108,45 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.confine(ex, p) {
 		return
 	}
-	// 3. A mock that matches and wins its replace roll answers, after its
-	//    own loss roll only. A mock that loses is as if it did not match.
-	key := fault.Key{Proxy: p.Name, RequestID: ex.requestID}
-	if m, sub := p.Match(ex.req.Method, collapseLeadingSlashes(ex.path)); m != nil {
-		mkey := key
-		mkey.Mock = m.Name
-		if m.Replace.Fires(h.roller, mkey) {
-			h.answerMock(ex, p, m, sub, mkey)
-			return
-		}
+	// 3. A mock that matches and wins its replace roll answers; one that
+	//    loses is as if it did not match.
+	key := fault.Key{Proxy: p.Name, RequestID: ex.rec.RequestID}
+	if h.attempts {
+		key.Attempt = p.Attempts.Next(ex.rec.RequestID)
 	}
-	if p.Loss.Fires(h.roller, key) {
-		h.drop(ex, p.Loss)
+	m, sub := h.choose(ex, p, key)
+	// 4. The faults of what answers: a mock's (its own, and the proxy's
+	//    latency when it has none), else the proxy's.
+	faults := p.Faults
+	if m != nil {
+		faults, key.Mock = m.Faults, m.Name
+	}
+	if faults.Inject(h.roller, key, ex, ex.fired) {
 		return
 	}
-	// 4. Latency, then forward.
-	ex.latency, ex.latencyFired = p.Latency.Target(h.roller, key)
+	// 5. Answer.
+	if m != nil {
+		h.answerMock(ex, p, m, sub)
+		return
+	}
 	h.forwardUpstream(ex, p)
+}
+
+// choose finds the mock that answers: the first that matches, if its
+// replace roll fires.
+func (h *Handler) choose(ex *exchange, p *runtime.Proxy, key fault.Key) (*runtime.Mock, []string) {
+	m, sub := p.Match(ex.req.Method, collapseLeadingSlashes(ex.rec.Path))
+	if m == nil {
+		return nil, nil
+	}
+	key.Mock = m.Name
+	if !m.Replace.Fires(h.roller, key) {
+		return nil, nil
+	}
+	ex.rec.Mock = m.Name
+	m.Hits.Add(1)
+	h.metrics.MockHit(p.Name, m.Name)
+	return m, sub
 }
 
 // loggedPath is the path as sent, without the query: what mocks match,
@@ -160,6 +188,7 @@ func (h *Handler) resolve(ex *exchange, rt *runtime.Runtime) *runtime.Proxy {
 		return nil
 	}
 	ex.proxy = p
+	ex.rec.Proxy = p.Name
 	return p
 }
 
@@ -172,14 +201,6 @@ func (h *Handler) confine(ex *exchange, p *runtime.Proxy) bool {
 		ex.fail(apierr.InvalidRequestPath, "the request path would leave the proxy's upstream")
 	}
 	return ok
-}
-
-// drop answers at once with the loss status: a dropped request is never
-// delayed.
-func (h *Handler) drop(ex *exchange, l *fault.Loss) {
-	ex.lossInjected = true
-	ex.latency = 0
-	ex.failStatus(l.Status, apierr.LossInjected, fmt.Sprintf("request dropped by injected loss (status %d)", l.Status))
 }
 
 func (h *Handler) forwardUpstream(ex *exchange, p *runtime.Proxy) {
@@ -205,8 +226,8 @@ var errUpstreamTimeout = errors.New("the proxy's timeout passed")
 func (h *Handler) finish(ex *exchange) {
 	if v := recover(); v != nil {
 		if v != http.ErrAbortHandler {
-			h.log.Error("panic while serving a request", "request_id", ex.requestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			h.reporter.Report(fmt.Errorf("panic while serving request %s: %v", ex.requestID, v))
+			h.log.Error("panic while serving a request", "request_id", ex.rec.RequestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			h.reporter.Report(fmt.Errorf("panic while serving request %s: %v", ex.rec.RequestID, v))
 			if !ex.wroteHeader {
 				ex.fail(apierr.InternalError, "internal error")
 				h.logRequest(ex)
@@ -224,47 +245,9 @@ func (h *Handler) finish(ex *exchange) {
 	h.logRequest(ex)
 }
 
-// observe records a finished request in the metrics.
-func (h *Handler) observe(ex *exchange) {
-	if h.metrics == nil {
-		return
-	}
-	r := telemetry.ProxyRequest{
-		Method:           ex.req.Method,
-		Status:           ex.status,
-		Duration:         ex.headerAt,
-		Replaced:         ex.replaced,
-		Lost:             ex.lossInjected,
-		UpstreamError:    ex.upstreamFailed || (ex.upstreamContacted && ex.upstreamStatus >= 500),
-		LatencyFired:     ex.latencyFired,
-		ErrorCode:        string(ex.errCode),
-		Upstream:         ex.upstreamContacted,
-		UpstreamStatus:   ex.upstreamStatus,
-		UpstreamDuration: ex.upstreamDuration,
-	}
-	if ex.proxy != nil {
-		r.Proxy = ex.proxy.Name
-	}
-	h.metrics.ObserveProxy(&r)
-}
-
+// logRequest records a finished request: its one record feeds the
+// metrics and the request line.
 func (h *Handler) logRequest(ex *exchange) {
-	h.observe(ex)
-	line := telemetry.RequestLine{
-		RequestID:         ex.requestID,
-		Mock:              ex.mock,
-		Method:            ex.req.Method,
-		Path:              ex.path,
-		Status:            ex.status,
-		Duration:          ex.headerAt,
-		UpstreamContacted: ex.upstreamContacted,
-		UpstreamStatus:    ex.upstreamStatus,
-		UpstreamDuration:  ex.upstreamDuration,
-		LossInjected:      ex.lossInjected,
-		LatencyInjected:   ex.latencyWaited,
-	}
-	if ex.proxy != nil {
-		line.Proxy = ex.proxy.Name
-	}
-	h.log.LogRequest(&line)
+	h.metrics.ObserveProxy(&ex.rec)
+	h.log.LogRequest(&ex.rec)
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
-	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
 )
@@ -26,20 +25,9 @@ func collapseLeadingSlashes(p string) string {
 	return p[i:]
 }
 
-// answerMock answers from a mock that won its replace roll: the mock's own
-// loss (never the proxy's), then its latency (its own, else the proxy's),
-// then the rendered answer.
-func (h *Handler) answerMock(ex *exchange, p *runtime.Proxy, m *runtime.Mock, sub []string, key fault.Key) {
-	ex.mock = m.Name
-	ex.replaced = true
-	m.Hits.Add(1)
-	h.metrics.MockHit(p.Name, m.Name)
-	if m.Loss.Fires(h.roller, key) {
-		h.drop(ex, m.Loss)
-		return
-	}
-	ex.latency, ex.latencyFired = m.Latency.Target(h.roller, key)
-
+// answerMock answers from the mock chosen, once its faults have let the
+// request through: the rendered answer.
+func (h *Handler) answerMock(ex *exchange, p *runtime.Proxy, m *runtime.Mock, sub []string) {
 	in := render.Input{Submatches: sub, Header: ex.req.Header, RawQuery: ex.req.URL.RawQuery}
 	if m.Render.ReadsBody() {
 		body, ok := h.readBody(ex, p)
@@ -88,8 +76,8 @@ func system(ex *exchange) render.Request {
 		peer = ex.req.RemoteAddr
 	}
 	return render.Request{
-		RequestID: ex.requestID,
-		Path:      ex.path,
+		RequestID: ex.rec.RequestID,
+		Path:      ex.rec.Path,
 		Host:      ex.req.Host,
 		PeerIP:    peer,
 		RealIP:    realIP(ex.req.Header, peer),

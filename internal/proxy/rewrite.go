@@ -81,14 +81,14 @@ func (h *Handler) externalFor(ex *exchange) *url.URL {
 		return e.fixed
 	}
 	sys := system(ex)
-	out, err := e.tpl.ExecuteToBytes(render.SystemVars(ex.proxy.Name, ex.mock, ex.req.Method, &sys))
+	out, err := e.tpl.ExecuteToBytes(render.SystemVars(ex.proxy.Name, ex.rec.Mock, ex.req.Method, &sys))
 	if err != nil {
-		h.log.Debug("external_url did not render; no rewriting for this request", "request_id", ex.requestID, "error", err.Error())
+		h.log.Debug("external_url did not render; no rewriting for this request", "request_id", ex.rec.RequestID, "error", err.Error())
 		return nil
 	}
 	u, err := url.Parse(strings.TrimSpace(string(out)))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		h.log.Debug("external_url rendered no absolute http(s) URL; no rewriting for this request", "request_id", ex.requestID, "rendered", string(out))
+		h.log.Debug("external_url rendered no absolute http(s) URL; no rewriting for this request", "request_id", ex.rec.RequestID, "rendered", string(out))
 		return nil
 	}
 	return withDirectoryPath(u)

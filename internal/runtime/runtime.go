@@ -53,25 +53,30 @@ type Proxy struct {
 	Timeout       time.Duration
 	// Inject are the configured headers, keys canonical, set on every
 	// forwarded request over the client's.
-	Inject  http.Header
-	Loss    *fault.Loss
-	Latency *fault.Latency
+	Inject http.Header
+	// Faults are the proxy's own, for the requests it forwards.
+	Faults  fault.Set
 	Replace fault.Replace
 	// Mocks in document order; the first match wins.
 	Mocks []*Mock
+	// Revision is the proxy's own fingerprint: what it carries from one
+	// runtime to the next is kept only while it is unchanged.
+	Revision config.Revision
+	// Attempts counts the request ids it has seen, for seeded rolls. It
+	// outlives a reload that leaves the proxy unchanged (Inherit).
+	Attempts *fault.Attempts
 }
 
-// Mock is one compiled mock, with the fault settings that apply when it
-// answers already resolved: replace is its own else the proxy's; loss is
-// its own only, never the proxy's; latency is its own instead of the
-// proxy's, never added to it.
+// Mock is one compiled mock, with the faults that apply when it answers
+// already resolved: replace is its own else the proxy's; of each fault its
+// own, and for an inherited kind (latency) the proxy's when it has none
+// (fault.CompileMock).
 type Mock struct {
 	Name    string
 	Method  string
 	Pattern *regexp.Regexp
 	Replace fault.Replace
-	Loss    *fault.Loss
-	Latency *fault.Latency
+	Faults  fault.Set
 	Render  *render.Mock
 	// Hits counts the requests this mock was chosen for (its replace roll
 	// fired), for the metrics.
@@ -134,9 +139,14 @@ func compileProxy(c *config.Proxy) (*Proxy, error) {
 		Authority: Authority(u.Scheme, u.Host),
 		Timeout:   time.Duration(c.Timeout) * time.Second,
 		Replace:   fault.Replace(*c.Replace),
-		Loss:      compileLoss(c.Loss),
-		Latency:   compileLatency(c.Latency),
+		Faults:    fault.Compile(c.Faults()),
+		Attempts:  fault.NewAttempts(),
 	}
+	rev, err := config.ProxyRevision(c)
+	if err != nil {
+		return nil, err
+	}
+	p.Revision = rev
 	if c.Resolve.Type == config.ResolveHeader {
 		p.ResolveHeader = textproto.CanonicalMIMEHeaderKey(string(c.Resolve.Header))
 	}
@@ -166,37 +176,18 @@ func compileMock(p *Proxy, c *config.Mock) (*Mock, error) {
 		Method:  string(c.Request.Method),
 		Pattern: c.Request.URL.Regexp(),
 		Replace: p.Replace,
-		Latency: p.Latency,
 		Render:  r,
 	}
+	var own *config.Faults
 	if o := c.Proxy; o != nil {
 		if o.Replace != nil {
 			m.Replace = fault.Replace(*o.Replace)
 		}
-		m.Loss = compileLoss(o.Loss)
-		if o.Latency != nil {
-			m.Latency = compileLatency(o.Latency)
-		}
+		f := o.Faults()
+		own = &f
 	}
+	m.Faults = fault.CompileMock(p.Config.Faults(), own)
 	return m, nil
-}
-
-func compileLoss(l *config.Loss) *fault.Loss {
-	if l == nil {
-		return nil
-	}
-	return &fault.Loss{Percentage: float64(l.Percentage), Status: int(l.Status)}
-}
-
-func compileLatency(l *config.Latency) *fault.Latency {
-	if l == nil {
-		return nil
-	}
-	return &fault.Latency{
-		Percentage: float64(l.Percentage),
-		Min:        seconds(float64(l.Min)),
-		Max:        seconds(float64(l.Max)),
-	}
 }
 
 // Authority is host:port in lower case with the scheme's default port made
@@ -217,8 +208,6 @@ func Authority(scheme, hostport string) string {
 	return net.JoinHostPort(strings.ToLower(host), port)
 }
 
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-
 // Resolve chooses the proxy for a request's headers: the first
 // header-resolved proxy, in configuration order, whose header carries its
 // name; else the default; else nil. A name only works through its own
@@ -230,6 +219,24 @@ func (rt *Runtime) Resolve(h http.Header) *Proxy {
 		}
 	}
 	return rt.Default
+}
+
+// Inherit carries over from old what its proxies have counted, to each
+// proxy of rt that is unchanged (same name, same revision): a reload, or
+// an edit of another proxy, keeps a proxy's attempt counts; a changed
+// proxy starts afresh. It runs before rt is put in force.
+func (rt *Runtime) Inherit(old *Runtime) {
+	if old == nil {
+		return
+	}
+	for _, p := range rt.Proxies {
+		for _, o := range old.Proxies {
+			if o.Name == p.Name && o.Revision == p.Revision {
+				p.Attempts = o.Attempts
+				break
+			}
+		}
+	}
 }
 
 // Holder holds the Runtime in force. Readers take no lock.

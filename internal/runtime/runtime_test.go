@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/fault"
 )
 
 const head = "server: {host: 127.0.0.1, port: 8080}\nadmin: {host: 127.0.0.1, port: 8081}\n"
@@ -44,11 +45,15 @@ func TestCompileResolvesMockFaults(t *testing.T) {
 		t.Fatalf("proxy: %+v", p)
 	}
 	inherits, own := p.Mocks[0], p.Mocks[1]
-	if inherits.Replace != 0.25 || inherits.Loss != nil || inherits.Latency != p.Latency {
-		t.Errorf("a mock without its own block: replace %v, loss %v, latency %v", inherits.Replace, inherits.Loss, inherits.Latency)
+	if len(p.Faults) != 2 || p.Faults[0].(*fault.Loss).Status != 503 || p.Faults[1].(*fault.Latency).Max.Seconds() != 2 {
+		t.Errorf("the proxy's faults, in roll order: %+v", p.Faults)
 	}
-	if own.Replace != 1 || own.Loss.Status != 429 || own.Latency.Max.Seconds() != 0.2 {
-		t.Errorf("a mock with its own block: %+v", own)
+	// Loss is never inherited; latency is the proxy's when the mock has none.
+	if inherits.Replace != 0.25 || len(inherits.Faults) != 1 || *inherits.Faults[0].(*fault.Latency) != *p.Faults[1].(*fault.Latency) {
+		t.Errorf("a mock without its own block: replace %v, faults %+v", inherits.Replace, inherits.Faults)
+	}
+	if own.Replace != 1 || len(own.Faults) != 2 || own.Faults[0].(*fault.Loss).Status != 429 || own.Faults[1].(*fault.Latency).Max.Seconds() != 0.2 {
+		t.Errorf("a mock with its own block: %+v", own.Faults)
 	}
 }
 

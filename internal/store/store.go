@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/doppelproxy/doppel/internal/config"
 )
@@ -36,6 +37,27 @@ type Store interface {
 
 	// Close releases what the store holds.
 	Close() error
+}
+
+// Materializer is a store whose template files live elsewhere (a
+// database): it writes them out under the template directory before the
+// configuration that names them is put in force.
+type Materializer interface {
+	Materialize(ctx context.Context) error
+}
+
+// Watcher is a store that can tell when its configuration changed behind
+// this process: another replica's write, an edit of the file.
+type Watcher interface {
+	// Watch calls changed after each change, debounced, until ctx ends;
+	// revision is the revision the change announced, or "" when the store
+	// cannot tell (a file, a catch-up after a lost connection). When
+	// changed reports that it is not done (a load failed for a reason that
+	// may pass) it is called again, backing off, until it is or another
+	// change comes. Watch returns once watching has started.
+	Watch(ctx context.Context, log *slog.Logger, changed func(revision string) (done bool)) error
+	// Describe names what is watched, for log lines ("the database").
+	Describe() string
 }
 
 // Snapshot is one read of the stored configuration.

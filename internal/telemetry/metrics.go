@@ -98,20 +98,6 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// ProxyRequest is what one proxied request contributes.
-type ProxyRequest struct {
-	Proxy, Method    string
-	Status           int
-	Duration         time.Duration
-	Replaced, Lost   bool
-	UpstreamError    bool
-	LatencyFired     bool
-	ErrorCode        string // the envelope's code when Doppel answered with one
-	Upstream         bool   // an upstream answered
-	UpstreamStatus   int
-	UpstreamDuration time.Duration
-}
-
 func flag(b bool) string {
 	if b {
 		return "1"
@@ -120,20 +106,22 @@ func flag(b bool) string {
 }
 
 // ObserveProxy records one proxied request.
-func (m *Metrics) ObserveProxy(r *ProxyRequest) {
+func (m *Metrics) ObserveProxy(r *Exchange) {
 	if m == nil {
 		return
 	}
 	method := MethodLabel(r.Method)
-	m.proxyDuration.WithLabelValues(r.Proxy, method, strconv.Itoa(r.Status), flag(r.Replaced), flag(r.Lost), flag(r.UpstreamError)).
+	lost := r.Fired("loss")
+	upstreamError := r.UpstreamFailed || (r.UpstreamContacted && r.UpstreamStatus >= 500)
+	m.proxyDuration.WithLabelValues(r.Proxy, method, strconv.Itoa(r.Status), flag(r.Mock != ""), flag(lost), flag(upstreamError)).
 		Observe(r.Duration.Seconds())
-	if r.Upstream {
+	if r.UpstreamContacted {
 		m.upstreamDuration.WithLabelValues(r.Proxy, method, strconv.Itoa(r.UpstreamStatus)).Observe(r.UpstreamDuration.Seconds())
 	}
-	if r.Lost {
+	if lost {
 		m.loss.WithLabelValues(r.Proxy).Inc()
 	}
-	if r.LatencyFired {
+	if r.Fired("latency") {
 		m.latency.WithLabelValues(r.Proxy).Inc()
 	}
 	if r.ErrorCode != "" {

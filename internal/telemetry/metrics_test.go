@@ -39,9 +39,9 @@ func TestStateGaugesFromStartup(t *testing.T) {
 
 func TestProxyObservations(t *testing.T) {
 	m := NewMetrics("v", false)
-	m.ObserveProxy(&ProxyRequest{Proxy: "zeta", Method: "BREW", Status: 503, Lost: true, LatencyFired: true, ErrorCode: "LOSS_INJECTED", Duration: 3 * time.Millisecond})
-	m.ObserveProxy(&ProxyRequest{Proxy: "zeta", Method: "GET", Status: 502, UpstreamError: true, Upstream: true, UpstreamStatus: 502, Duration: time.Second, UpstreamDuration: time.Second})
-	m.ObserveProxy(&ProxyRequest{Proxy: "", Method: "GET", Status: 404, ErrorCode: "PROXY_NOT_RESOLVED"})
+	m.ObserveProxy(&Exchange{Proxy: "zeta", Method: "BREW", Status: 503, Faults: []string{"loss", "latency"}, ErrorCode: "LOSS_INJECTED", Duration: 3 * time.Millisecond})
+	m.ObserveProxy(&Exchange{Proxy: "zeta", Method: "GET", Status: 502, UpstreamFailed: true, UpstreamContacted: true, UpstreamStatus: 502, Duration: time.Second, UpstreamDuration: time.Second})
+	m.ObserveProxy(&Exchange{Proxy: "", Method: "GET", Status: 404, ErrorCode: "PROXY_NOT_RESOLVED"})
 	m.MockHit("zeta", "mm")
 	out := scrape(t, m)
 	for _, want := range []string{

@@ -3,35 +3,44 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
 )
 
-// RequestLine is the one line logged per proxied request, on completion.
-// Every branch (forwarded, mocked, dropped, unresolved) logs the same keys;
-// mock is absent when no mock answered, and the upstream fields are absent
-// when no upstream answered.
-type RequestLine struct {
-	RequestID         string
-	Proxy             string
-	Mock              string
-	Method            string
-	Path              string
-	Status            int
-	Duration          time.Duration // to the response headers
-	UpstreamContacted bool
+// Exchange is the one record of a proxied request, filled in as it is
+// served: the request line and the metrics both read it, one name per
+// fact. Every branch (forwarded, mocked, dropped, unresolved) logs the same
+// keys; mock is absent when no mock answered, and the upstream fields are
+// absent when no upstream answered.
+type Exchange struct {
+	RequestID string
+	Proxy     string // "" when none resolved
+	Mock      string // the mock chosen to answer (its replace fired), "" when none
+	Method    string
+	Path      string
+	Status    int
+	Duration  time.Duration // to the response headers
+	// ErrorCode is the envelope's code when Doppel answered with one.
+	ErrorCode         string
+	UpstreamContacted bool // an upstream answered
 	UpstreamStatus    int
 	UpstreamDuration  time.Duration
-	LossInjected      bool
-	LatencyInjected   time.Duration // the wait actually taken
+	UpstreamFailed    bool // a transport failure or the proxy's timeout
+	// Faults are the names of the faults that fired, in roll order.
+	Faults        []string
+	LatencyWaited time.Duration // the wait actually taken
 }
+
+// Fired reports whether the fault of that name fired.
+func (r *Exchange) Fired(name string) bool { return slices.Contains(r.Faults, name) }
 
 // LogRequest writes a request line at info. In JSON it is encoded here
 // directly, byte for byte what slog's JSON handler would write (a test
 // holds the two together) at a fraction of the cost: this runs once per
 // request. Text goes through slog.
-func (l *Logger) LogRequest(r *RequestLine) {
+func (l *Logger) LogRequest(r *Exchange) {
 	if l.Level.Level() > slog.LevelInfo {
 		return
 	}
@@ -44,7 +53,7 @@ func (l *Logger) LogRequest(r *RequestLine) {
 	l.out.enqueue(b)
 }
 
-func (r *RequestLine) attrs() []slog.Attr {
+func (r *Exchange) attrs() []slog.Attr {
 	attrs := make([]slog.Attr, 0, 12)
 	attrs = append(attrs, slog.String("request_id", r.RequestID), slog.String("proxy", r.Proxy))
 	if r.Mock != "" {
@@ -64,15 +73,15 @@ func (r *RequestLine) attrs() []slog.Attr {
 		)
 	}
 	return append(attrs,
-		slog.Bool("loss_injected", r.LossInjected),
-		slog.Float64("latency_injected_ms", Millis(r.LatencyInjected)),
+		slog.Bool("loss_injected", r.Fired("loss")),
+		slog.Float64("latency_injected_ms", Millis(r.LatencyWaited)),
 	)
 }
 
 // Millis is a duration in milliseconds with microsecond precision.
 func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func appendRequestJSON(b []byte, now time.Time, r *RequestLine) []byte {
+func appendRequestJSON(b []byte, now time.Time, r *Exchange) []byte {
 	b = append(b, `{"time":"`...)
 	b = now.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","level":"INFO","msg":"request","request_id":`...)
@@ -100,9 +109,9 @@ func appendRequestJSON(b []byte, now time.Time, r *RequestLine) []byte {
 		b = appendMillis(b, r.UpstreamDuration)
 	}
 	b = append(b, `,"loss_injected":`...)
-	b = strconv.AppendBool(b, r.LossInjected)
+	b = strconv.AppendBool(b, r.Fired("loss"))
 	b = append(b, `,"latency_injected_ms":`...)
-	b = appendMillis(b, r.LatencyInjected)
+	b = appendMillis(b, r.LatencyWaited)
 	return append(b, "}\n"...)
 }
 

@@ -15,10 +15,10 @@ import (
 // handler writes for the same line.
 func TestRequestJSONMatchesSlog(t *testing.T) {
 	now := time.Date(2026, 11, 29, 18, 7, 52, 111956879, time.UTC)
-	lines := []RequestLine{
-		{RequestID: "0d7e9a2c", Proxy: "zeta", Method: "GET", Path: "/a/b", Status: 200, Duration: 1234567, UpstreamContacted: true, UpstreamStatus: 201, UpstreamDuration: 999, LatencyInjected: 300 * time.Millisecond},
+	lines := []Exchange{
+		{RequestID: "0d7e9a2c", Proxy: "zeta", Method: "GET", Path: "/a/b", Status: 200, Duration: 1234567, UpstreamContacted: true, UpstreamStatus: 201, UpstreamDuration: 999, LatencyWaited: 300 * time.Millisecond},
 		{RequestID: "id", Proxy: "", Method: "POST", Path: "/", Status: 404},
-		{RequestID: "id", Proxy: "shop", Mock: "not-found", Method: "GET", Path: "/x", Status: 503, LossInjected: true, Duration: 3 * time.Hour},
+		{RequestID: "id", Proxy: "shop", Mock: "not-found", Method: "GET", Path: "/x", Status: 503, Faults: []string{"loss"}, Duration: 3 * time.Hour},
 		{RequestID: "q\"uote\\back\nline\ttab\r\x01\x1f", Proxy: "p", Method: "BREW", Path: "/caf\xe9/\u2028\u2029/é/<&>", Status: 599},
 	}
 	for i, r := range lines {
@@ -89,7 +89,7 @@ func TestLevelsAndOverride(t *testing.T) {
 		t.Setenv(EnvLog, c.env)
 		var out lockedBuffer
 		l := NewLogger(&out, c.configured, "json")
-		l.LogRequest(&RequestLine{RequestID: "r", Method: "GET", Path: "/", Status: 200})
+		l.LogRequest(&Exchange{RequestID: "r", Method: "GET", Path: "/", Status: 200})
 		l.Flush()
 		if got := out.String() != ""; got != c.logged {
 			t.Errorf("level %q with %s=%q: logged=%v, want %v", c.configured, EnvLog, c.env, got, c.logged)
@@ -100,7 +100,7 @@ func TestLevelsAndOverride(t *testing.T) {
 func TestTextFormat(t *testing.T) {
 	var out lockedBuffer
 	l := NewLogger(&out, "info", "text")
-	l.LogRequest(&RequestLine{RequestID: "r1", Proxy: "zeta", Method: "GET", Path: "/a", Status: 200, UpstreamContacted: true, UpstreamStatus: 200})
+	l.LogRequest(&Exchange{RequestID: "r1", Proxy: "zeta", Method: "GET", Path: "/a", Status: 200, UpstreamContacted: true, UpstreamStatus: 200})
 	l.Flush()
 	s := out.String()
 	if json.Valid([]byte(s)) || !strings.Contains(s, "msg=request request_id=r1 proxy=zeta method=GET path=/a status=200") {
@@ -116,7 +116,7 @@ func TestTextFormat(t *testing.T) {
 }
 
 func BenchmarkRequestLine(b *testing.B) {
-	r := &RequestLine{RequestID: "0d7e9a2c-5b1f-4c9e-8a43-2f6d1b7c9e01", Proxy: "zeta", Method: "GET", Path: "/items/42", Status: 200, Duration: 1234567, UpstreamContacted: true, UpstreamStatus: 200, UpstreamDuration: 1000000}
+	r := &Exchange{RequestID: "0d7e9a2c-5b1f-4c9e-8a43-2f6d1b7c9e01", Proxy: "zeta", Method: "GET", Path: "/items/42", Status: 200, Duration: 1234567, UpstreamContacted: true, UpstreamStatus: 200, UpstreamDuration: 1000000}
 	b.Run("direct", func(b *testing.B) {
 		b.ReportAllocs()
 		buf := make([]byte, 0, 512)

@@ -2,38 +2,59 @@ package file
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"time"
 
+	"github.com/doppelproxy/doppel/internal/store"
 	"github.com/fsnotify/fsnotify"
 )
+
+var _ store.Watcher = (*Store)(nil)
 
 // debounce gathers the bursts of events one save makes (an editor writes
 // a temporary file, renames it, changes modes) into one change.
 const debounce = 150 * time.Millisecond
 
-// Watch calls changed after the document at path changes, however it is
+// retryFirst is how long a change whose load failed waits before it is
+// tried again; each failure doubles it, up to retryMost.
+const (
+	retryFirst = 250 * time.Millisecond
+	retryMost  = 5 * time.Second
+)
+
+// Describe names what Watch follows.
+func (s *Store) Describe() string { return "the configuration file" }
+
+// Watch calls changed("") after the document changes, however it is
 // written: in place, or to a temporary file renamed over it (which is why
-// its directory is watched, not the file). Events are debounced. The
-// returned function stops watching.
-func Watch(ctx context.Context, path string, changed func()) (func(), error) {
-	abs, err := filepath.Abs(path)
+// its directory is watched, not the file). Events are debounced. It stops
+// when ctx ends.
+func (s *Store) Watch(ctx context.Context, log *slog.Logger, changed func(revision string) bool) error {
+	abs, err := filepath.Abs(s.path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := w.Add(filepath.Dir(abs)); err != nil {
 		w.Close()
-		return nil, err
+		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
 	go func() {
-		defer close(done)
-		var fire <-chan time.Time
+		defer w.Close()
+		var fire, retry <-chan time.Time
+		pause := retryFirst
+		call := func() {
+			if changed("") {
+				retry, pause = nil, retryFirst
+				return
+			}
+			retry = time.After(pause)
+			pause = min(pause*2, retryMost)
+		}
 		for {
 			select {
 			case <-ctx.Done():
@@ -48,17 +69,18 @@ func Watch(ctx context.Context, path string, changed func()) (func(), error) {
 				fire = time.After(debounce)
 			case <-fire:
 				fire = nil
-				changed()
-			case _, ok := <-w.Errors:
+				retry, pause = nil, retryFirst
+				call()
+			case <-retry:
+				retry = nil
+				call()
+			case err, ok := <-w.Errors:
 				if !ok {
 					return
 				}
+				log.Warn("watching the configuration file failed", "path", s.path, "error", err.Error())
 			}
 		}
 	}()
-	return func() {
-		cancel()
-		w.Close()
-		<-done
-	}, nil
+	return nil
 }

@@ -9,6 +9,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Watch follows this configuration's writes by any replica (Listen) in
+// the background until ctx ends.
+func (s *Store) Watch(ctx context.Context, log *slog.Logger, changed func(revision string) bool) error {
+	go Listen(ctx, s.url, s.name, log, changed)
+	return nil
+}
+
+// Describe names what Watch follows.
+func (s *Store) Describe() string { return "the database" }
+
 // Listen keeps a connection LISTENing on the configuration's channel and
 // calls changed with the revision a write announced, debounced: a burst
 // of writes is one call. When the database goes away it keeps trying to

@@ -28,11 +28,16 @@ func Channel(name string) string { return "doppel_config_" + name }
 // Store is a PostgreSQL store of one configuration name.
 type Store struct {
 	pool      *pgxpool.Pool
+	url       string // for LISTEN: a connection of its own, outside the pool
 	name      string
 	templates string // templates.dir: a cache of the templates table
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.Materializer = (*Store)(nil)
+	_ store.Watcher      = (*Store)(nil)
+)
 
 // Open connects to url. Errors never show the URL's password.
 func Open(ctx context.Context, url, name, templates string) (*Store, error) {
@@ -44,7 +49,7 @@ func Open(ctx context.Context, url, name, templates string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("cannot reach the database %s: %s", store.MaskURL(url), maskIn(err, url))
 	}
-	return &Store{pool: pool, name: name, templates: templates}, nil
+	return &Store{pool: pool, url: url, name: name, templates: templates}, nil
 }
 
 // maskIn removes the URL and its password from a driver error.

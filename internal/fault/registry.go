@@ -1,0 +1,74 @@
+package fault
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/doppelproxy/doppel/internal/config"
+)
+
+// Kind is one kind of fault, as its file registers it.
+type Kind struct {
+	// Name is the fault's key in the document.
+	Name string
+	// Order places its roll among the others (SPEC §17.1: loss, abort,
+	// hang, bandwidth, latency); lower rolls first.
+	Order int
+	// Rolls are every draw the fault makes; no two kinds share one.
+	Rolls []Roll
+	// Inherited: a mock without its own takes the proxy's (latency).
+	// Otherwise a mock has its own or none, never the proxy's (loss).
+	Inherited bool
+	// Build makes the fault from a proxy's or a mock's settings, or
+	// returns nil when they declare none.
+	Build func(config.Faults) Fault
+}
+
+// kinds are the registered kinds in roll order.
+var kinds []Kind
+
+func register(k Kind) {
+	for _, other := range kinds {
+		if other.Name == k.Name {
+			panic("fault: two kinds named " + k.Name)
+		}
+		for _, r := range k.Rolls {
+			if slices.Contains(other.Rolls, r) || r == RollReplace {
+				panic(fmt.Sprintf("fault: %s and %s both roll %d", k.Name, other.Name, r))
+			}
+		}
+	}
+	kinds = append(kinds, k)
+	slices.SortStableFunc(kinds, func(a, b Kind) int { return a.Order - b.Order })
+}
+
+// Compile makes the faults of a proxy's settings, in roll order.
+func Compile(proxy config.Faults) Set {
+	var s Set
+	for _, k := range kinds {
+		if f := k.Build(proxy); f != nil {
+			s = append(s, f)
+		}
+	}
+	return s
+}
+
+// CompileMock makes the faults that apply to the requests a mock answers:
+// of each kind, the mock's own (own is nil when the mock has no proxy
+// block); failing that, the proxy's for a kind that is inherited.
+func CompileMock(proxy config.Faults, own *config.Faults) Set {
+	var s Set
+	for _, k := range kinds {
+		var f Fault
+		if own != nil {
+			f = k.Build(*own)
+		}
+		if f == nil && k.Inherited {
+			f = k.Build(proxy)
+		}
+		if f != nil {
+			s = append(s, f)
+		}
+	}
+	return s
+}
