@@ -229,12 +229,13 @@ func (rt *Runtime) Inherit(old *Runtime) {
 	if old == nil {
 		return
 	}
+	before := make(map[string]*Proxy, len(old.Proxies))
+	for _, o := range old.Proxies {
+		before[o.Name] = o
+	}
 	for _, p := range rt.Proxies {
-		for _, o := range old.Proxies {
-			if o.Name == p.Name && o.Revision == p.Revision {
-				p.Attempts = o.Attempts
-				break
-			}
+		if o := before[p.Name]; o != nil && o.Revision == p.Revision {
+			p.Attempts = o.Attempts
 		}
 	}
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/doppelproxy/doppel/internal/config"
@@ -129,5 +130,29 @@ func BenchmarkMockMatch(b *testing.B) {
 		if m, _ := p.Match("GET", "/api/v1/thing15/42"); m == nil || m.Name != "m15" {
 			b.Fatal("no match")
 		}
+	}
+}
+
+// TestInheritKeepsTheCountsOfUnchangedProxies: a reload, or an edit of
+// another proxy, keeps a proxy's attempt counts; an edit of the proxy
+// itself starts them afresh.
+func TestInheritKeepsTheCountsOfUnchangedProxies(t *testing.T) {
+	const two = "proxies:\n  - {name: zeta, type: http, url: 'http://h'}\n  - {name: alpha, type: http, url: 'http://h', resolve: {type: header, header: X-B}}\n"
+	old := compile(t, two)
+	old.Proxies[0].Attempts.Next("r1")
+	old.Proxies[1].Attempts.Next("r1")
+
+	same := compile(t, two)
+	same.Inherit(old)
+	if same.Proxies[0].Attempts != old.Proxies[0].Attempts || same.Proxies[0].Attempts.Next("r1") != 1 {
+		t.Error("an unchanged proxy lost its attempt counts")
+	}
+	edited := compile(t, strings.Replace(two, "url: 'http://h', resolve", "url: 'http://other', resolve", 1))
+	edited.Inherit(old)
+	if edited.Proxies[0].Attempts != old.Proxies[0].Attempts {
+		t.Error("editing another proxy reset this one's counts")
+	}
+	if edited.Proxies[1].Attempts == old.Proxies[1].Attempts || edited.Proxies[1].Attempts.Next("r1") != 0 {
+		t.Error("an edited proxy kept its counts")
 	}
 }
