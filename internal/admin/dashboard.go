@@ -33,13 +33,13 @@ func (s *Server) dashboardRoutes() []route {
 		{status: 304, means: "unchanged since the `ETag` in `If-None-Match`"},
 	}
 	return []route{
-		{"GET", "/", s.dashboardPage, api{
+		{"GET", "/", s.dashboardPage, api{operationID: "dashboardPage",
 			tag: tagDashboard, summary: "The dashboard",
 			about: "Any other GET outside `/api/`, `/static/` and `/swagger-ui/` that no route above serves answers the page too, " +
 				"so that a dashboard address survives a reload. Under those three prefixes an unknown path is `404 NOT_FOUND`.",
 			ok: page, codes: []apierr.Code{apierr.NotFound},
 		}},
-		{"GET", "/static/{resource}", s.dashboardAsset, api{
+		{"GET", "/static/{resource}", s.dashboardAsset, api{operationID: "dashboardAsset",
 			tag: tagDashboard, summary: "A file of the dashboard",
 			ok: []reply{
 				{status: 200, means: "the file", media: dashboardAssets().mediaTypes("index.html"), schema: schemaText, headers: []string{"ETag"}},
@@ -47,7 +47,7 @@ func (s *Server) dashboardRoutes() []route {
 			},
 			codes: []apierr.Code{apierr.NotFound},
 		}},
-		{"GET", "/robots.txt", s.robots, api{
+		{"GET", "/robots.txt", s.robots, api{operationID: "robots",
 			tag: tagDashboard, summary: "Asks crawlers to stay away",
 			ok: []reply{
 				{status: 200, means: "`Disallow: /` for every agent", media: []string{"text/plain"}, schema: schemaText, headers: []string{"ETag"}},

@@ -5,9 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"reflect"
 	"regexp"
-	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +23,10 @@ import (
 
 // api is what the document says of a route besides its method and path.
 type api struct {
+	// operationID names the operation in clients generated from the
+	// document, so it is written here rather than derived, and kept once
+	// published: camelCase, unique across the table.
+	operationID  string
 	tag, summary string
 	about        string        // more, in Markdown; optional
 	action       Action        // the action a caller needs; "" when anyone may call it
@@ -142,7 +144,7 @@ func openAPIDocument(routes []route, header string) map[string]any {
 			item = map[string]any{}
 			paths[rt.pattern] = item
 		}
-		item[strings.ToLower(rt.method)] = operation(rt, operationID(routes, rt))
+		item[strings.ToLower(rt.method)] = operation(rt)
 	}
 	params := map[string]any{}
 	for name, p := range requestHeaders {
@@ -187,35 +189,12 @@ func overview(header string) string {
 		"A write is in force when it answers."
 }
 
-// operationID is the handler's name: the document names what serves it.
-// A handler serving two methods gets the method appended to both.
-func operationID(routes []route, rt route) string {
-	name := handlerName(rt.handle)
-	shared := 0
-	for _, other := range routes {
-		if handlerName(other.handle) == name {
-			shared++
-		}
-	}
-	if shared > 1 {
-		m := strings.ToLower(rt.method)
-		return name + strings.ToUpper(m[:1]) + m[1:]
-	}
-	return name
-}
-
-func handlerName(h http.HandlerFunc) string {
-	full := goruntime.FuncForPC(reflect.ValueOf(h).Pointer()).Name() // ....(*Server).listProxies-fm
-	full = strings.TrimSuffix(full, "-fm")
-	return full[strings.LastIndexByte(full, '.')+1:]
-}
-
 var paramPattern = regexp.MustCompile(`\{([a-z]+)\}`)
 
-func operation(rt route, id string) map[string]any {
+func operation(rt route) map[string]any {
 	a := rt.api
 	op := map[string]any{
-		"operationId": id,
+		"operationId": a.operationID,
 		"tags":        []string{a.tag},
 		"summary":     a.summary,
 		"responses":   responses(a),

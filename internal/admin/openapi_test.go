@@ -60,18 +60,15 @@ func TestDocumentAndRoutesAgree(t *testing.T) {
 			if !slices.ContainsFunc(routes, func(rt route) bool { return rt.pattern == path && strings.ToLower(rt.method) == method }) {
 				t.Errorf("%s %s is documented but not in the route table", method, path)
 			}
-			id := op.(map[string]any)["operationId"].(string)
-			if ids[id] {
-				t.Errorf("operationId %s twice", id)
+			id, _ := op.(map[string]any)["operationId"].(string)
+			if id == "" || ids[id] {
+				t.Errorf("%s %s: operationId %q is missing or twice", method, path, id)
 			}
 			ids[id] = true
 		}
 	}
 	if documented != len(routes) {
 		t.Errorf("%d operations documented, %d routes", documented, len(routes))
-	}
-	if !ids["listProxies"] || !ids["uploadTemplatePut"] || !ids["openAPI"] {
-		t.Errorf("operationIds are not the handlers' names: %v", ids)
 	}
 
 	// Every documented operation is served: a real request reaches its
@@ -225,6 +222,67 @@ func TestDocumentContents(t *testing.T) {
 	}
 	if op := operationOf(doc, "/api/v1/status", "GET"); op["security"] != nil {
 		t.Errorf("the status is open to anyone: %v", op["security"])
+	}
+}
+
+// publishedOperationIDs are the operationIds the document has published:
+// clients generated from it name their methods by them, so one is never
+// renamed. A new route adds its own here.
+var publishedOperationIDs = map[string]string{
+	"GET /api/v1/proxies":                            "listProxies",
+	"POST /api/v1/proxies":                           "createProxy",
+	"GET /api/v1/proxies/{name}":                     "readProxy",
+	"PUT /api/v1/proxies/{name}":                     "updateProxy",
+	"DELETE /api/v1/proxies/{name}":                  "deleteProxy",
+	"GET /api/v1/proxies/{name}/templates":           "listTemplates",
+	"POST /api/v1/proxies/{name}/templates/{file}":   "uploadTemplatePost",
+	"PUT /api/v1/proxies/{name}/templates/{file}":    "uploadTemplatePut",
+	"DELETE /api/v1/proxies/{name}/templates/{file}": "deleteTemplate",
+	"POST /api/v1/config/reload":                     "reload",
+	"GET /api/v1/access":                             "access",
+	"GET /api/v1/schema":                             "schema",
+	"GET /api/v1/status":                             "status",
+	"GET /metrics":                                   "metrics",
+	"GET /openapi.json":                              "openAPI",
+	"GET /swagger-ui/":                               "swaggerUI",
+	"GET /swagger-ui/{asset}":                        "swaggerAsset",
+	"GET /":                                          "dashboardPage",
+	"GET /static/{resource}":                         "dashboardAsset",
+	"GET /robots.txt":                                "robots",
+}
+
+// TestOperationIDs: every route of the table (the dashboard's included)
+// carries its operationId, camelCase and unique, and keeps the one it was
+// published with.
+func TestOperationIDs(t *testing.T) {
+	e := newEnv(t, baseDoc, nil)
+	routes := New(e.ctl, nil, nil).routeTable()
+	if !slices.ContainsFunc(routes, func(rt route) bool { return rt.pattern == "/robots.txt" }) {
+		t.Fatal("the table has no dashboard routes; this test needs them")
+	}
+	camel := regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
+	byID := map[string]string{}
+	for _, rt := range routes {
+		key, id := rt.method+" "+rt.pattern, rt.api.operationID
+		switch {
+		case id == "":
+			t.Errorf("%s has no operationId", key)
+			continue
+		case !camel.MatchString(id):
+			t.Errorf("%s: operationId %q is not camelCase", key, id)
+		}
+		if other, dup := byID[id]; dup {
+			t.Errorf("operationId %q is both %s and %s", id, other, key)
+		}
+		byID[id] = key
+		if want, ok := publishedOperationIDs[key]; !ok {
+			t.Errorf("%s (%s) is not in publishedOperationIDs", key, id)
+		} else if id != want {
+			t.Errorf("%s: operationId %q, published as %q", key, id, want)
+		}
+	}
+	if len(byID) != len(publishedOperationIDs) {
+		t.Errorf("%d distinct operationIds in the table, %d published: a published operation is gone or lost its id", len(byID), len(publishedOperationIDs))
 	}
 }
 

@@ -91,31 +91,32 @@ type route struct {
 // A pattern is written as documented; a trailing slash on it is dropped
 // when it is routed, since ServeHTTP drops the request's.
 func (s *Server) routeTable() []route {
-	upload := api{
-		tag: tagTemplates, summary: "Upload a template file", action: ActUpload, body: rawBody,
-		about: "The body is the file, raw. Checked in this order, before the body is read: the file name is safe; " +
-			"some mock of that proxy names it in `response.template` (else 422); the body fits `admin.upload.limit` (else 413).",
-		ok:    []reply{{status: 204, means: "stored; the next request of a mock naming it uses it"}},
-		codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.TemplateNotDeclared, apierr.UploadTooLarge, apierr.StoreError},
+	upload := func(operationID string) api {
+		return api{operationID: operationID, tag: tagTemplates, summary: "Upload a template file", action: ActUpload, body: rawBody,
+			about: "The body is the file, raw. Checked in this order, before the body is read: the file name is safe; " +
+				"some mock of that proxy names it in `response.template` (else 422); the body fits `admin.upload.limit` (else 413).",
+			ok:    []reply{{status: 204, means: "stored; the next request of a mock naming it uses it"}},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.TemplateNotDeclared, apierr.UploadTooLarge, apierr.StoreError},
+		}
 	}
 	return append([]route{
-		{"GET", "/api/v1/proxies", s.listProxies, api{
+		{"GET", "/api/v1/proxies", s.listProxies, api{operationID: "listProxies",
 			tag: tagProxies, summary: "List the proxies in force", action: ActList,
 			ok:    []reply{{status: 200, means: "every proxy in the order they are tried, each with its revision", schema: "ProxyList"}},
 			codes: []apierr.Code{apierr.StoreError},
 		}},
-		{"POST", "/api/v1/proxies", s.createProxy, api{
+		{"POST", "/api/v1/proxies", s.createProxy, api{operationID: "createProxy",
 			tag: tagProxies, summary: "Create a proxy", action: ActCreate, body: proxyCreateBody,
 			about: "In force when it answers. A revision in the body or an `If-Match` header is refused: a new proxy has none.",
 			ok:    []reply{{status: 201, means: "created and in force", schema: "ProxyRevision", headers: []string{"Location", "ETag"}}},
 			codes: []apierr.Code{apierr.ConfigInvalid, apierr.Conflict, apierr.UploadTooLarge, apierr.StoreError},
 		}},
-		{"GET", "/api/v1/proxies/{name}", s.readProxy, api{
+		{"GET", "/api/v1/proxies/{name}", s.readProxy, api{operationID: "readProxy",
 			tag: tagProxies, summary: "Read a proxy", action: ActRead,
 			ok:    []reply{{status: 200, means: "the proxy in canonical form, every default explicit", schema: "ProxyRevision", headers: []string{"ETag"}}},
 			codes: []apierr.Code{apierr.NotFound, apierr.StoreError},
 		}},
-		{"PUT", "/api/v1/proxies/{name}", s.updateProxy, api{
+		{"PUT", "/api/v1/proxies/{name}", s.updateProxy, api{operationID: "updateProxy",
 			tag: tagProxies, summary: "Update (or rename) a proxy", action: ActUpdate, headers: []string{"If-Match"}, body: proxyUpdateBody,
 			about: "Carries the revision it is based on, in `If-Match` or the body. A document naming another proxy renames it and moves its template files. " +
 				"Template files no remaining mock names are removed. In force when it answers.",
@@ -123,56 +124,56 @@ func (s *Server) routeTable() []route {
 			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.RevisionMismatch, apierr.Conflict,
 				apierr.UploadTooLarge, apierr.RevisionRequired, apierr.StoreError},
 		}},
-		{"DELETE", "/api/v1/proxies/{name}", s.deleteProxy, api{
+		{"DELETE", "/api/v1/proxies/{name}", s.deleteProxy, api{operationID: "deleteProxy",
 			tag: tagProxies, summary: "Delete a proxy and its template files", action: ActDelete, headers: []string{"If-Match"},
 			about: "`If-Match` is checked when given and not required.",
 			ok:    []reply{{status: 204, means: "deleted; no longer in force"}},
 			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.RevisionMismatch, apierr.Conflict, apierr.StoreError},
 		}},
-		{"GET", "/api/v1/proxies/{name}/templates", s.listTemplates, api{
+		{"GET", "/api/v1/proxies/{name}/templates", s.listTemplates, api{operationID: "listTemplates",
 			tag: tagTemplates, summary: "List a proxy's template files", action: ActRead,
 			ok:    []reply{{status: 200, means: "the files, `[]` when none", schema: "TemplateList"}},
 			codes: []apierr.Code{apierr.NotFound, apierr.StoreError},
 		}},
-		{"POST", "/api/v1/proxies/{name}/templates/{file}", s.uploadTemplate, upload},
-		{"PUT", "/api/v1/proxies/{name}/templates/{file}", s.uploadTemplate, upload},
-		{"DELETE", "/api/v1/proxies/{name}/templates/{file}", s.deleteTemplate, api{
+		{"POST", "/api/v1/proxies/{name}/templates/{file}", s.uploadTemplate, upload("uploadTemplatePost")},
+		{"PUT", "/api/v1/proxies/{name}/templates/{file}", s.uploadTemplate, upload("uploadTemplatePut")},
+		{"DELETE", "/api/v1/proxies/{name}/templates/{file}", s.deleteTemplate, api{operationID: "deleteTemplate",
 			tag: tagTemplates, summary: "Delete a template file", action: ActUpload,
 			ok:    []reply{{status: 204, means: "deleted"}},
 			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.StoreError},
 		}},
-		{"POST", "/api/v1/config/reload", s.reload, api{
+		{"POST", "/api/v1/config/reload", s.reload, api{operationID: "reload",
 			tag: tagConfig, summary: "Reload the stored configuration", action: ActUpdate,
 			about: "Loads, checks and compiles the whole stored configuration and swaps it in; a failure leaves the running one untouched.",
 			ok:    []reply{{status: 200, means: "in force; `unapplied` lists the sections that need a restart", schema: "ReloadResult"}},
 			codes: []apierr.Code{apierr.ConfigInvalid, apierr.StoreError},
 		}},
-		{"GET", "/api/v1/access", s.access, api{
+		{"GET", "/api/v1/access", s.access, api{operationID: "access",
 			tag: tagConfig, summary: "What the caller may do",
 			about: "Decided by the same function as every endpoint; `proxies` is absent for a caller who may not list.",
 			ok:    []reply{{status: 200, means: "the caller and its rights", schema: "AccessReport"}},
 		}},
-		{"GET", "/api/v1/schema", s.schema, api{
+		{"GET", "/api/v1/schema", s.schema, api{operationID: "schema",
 			tag: tagConfig, summary: "The configuration's JSON Schema",
 			ok: []reply{{status: 200, means: "the JSON Schema (2020-12) of the configuration document", media: []string{"application/schema+json"}, schema: schemaObject}},
 		}},
-		{"GET", "/api/v1/status", s.status, api{
+		{"GET", "/api/v1/status", s.status, api{operationID: "status",
 			tag: tagConfig, summary: "Uptime, revision and proxies in force",
 			ok: []reply{{status: 200, means: "upstreams without their credentials", schema: "StatusReport"}},
 		}},
-		{"GET", "/metrics", s.metrics, api{
+		{"GET", "/metrics", s.metrics, api{operationID: "metrics",
 			tag: tagDocs, summary: "Prometheus metrics",
 			about: "The Prometheus text format, without a token: a scraper has nowhere to put one. No series has a path label.",
 			ok:    []reply{{status: 200, means: "the metrics", media: []string{"text/plain"}, schema: schemaText}},
 		}},
-		{"GET", "/openapi.json", s.openAPI, api{
+		{"GET", "/openapi.json", s.openAPI, api{operationID: "openAPI",
 			tag: tagDocs, summary: "This document",
 			ok: []reply{
 				{status: 200, means: "the OpenAPI 3.1 document, generated from the routes served", schema: schemaObject, headers: []string{"ETag"}},
 				{status: 304, means: "unchanged since the `ETag` in `If-None-Match`"},
 			},
 		}},
-		{"GET", "/swagger-ui/", s.swaggerUI, api{
+		{"GET", "/swagger-ui/", s.swaggerUI, api{operationID: "swaggerUI",
 			tag: tagDocs, summary: "Swagger UI over this document",
 			ok: []reply{
 				{status: 200, means: "the page; its assets are compiled into the binary", media: []string{"text/html"}, schema: schemaText, headers: []string{"ETag"}},
@@ -180,7 +181,7 @@ func (s *Server) routeTable() []route {
 				{status: 304, means: "unchanged since the `ETag` in `If-None-Match`"},
 			},
 		}},
-		{"GET", "/swagger-ui/{asset}", s.swaggerAsset, api{
+		{"GET", "/swagger-ui/{asset}", s.swaggerAsset, api{operationID: "swaggerAsset",
 			tag: tagDocs, summary: "A Swagger UI asset",
 			ok: []reply{
 				{status: 200, means: "the file", media: swaggerAssets().mediaTypes(""), schema: schemaText, headers: []string{"ETag"}},

@@ -76,22 +76,57 @@ func Advisories(d *Document) []Advisory {
 		if p.Resolve.Type == ResolveDefault && p.Resolve.Header != "" {
 			add(at+".resolve.header", "ignored: the proxy is the default, so no header selects it")
 		}
+		if p.Loss != nil {
+			if msg := informationalAdvice(p.Loss.Status, true); msg != "" {
+				add(at+".loss.status", "%s", msg)
+			}
+		}
 		for j, m := range p.Mocks {
+			mat := fmt.Sprintf("%s.mocks[%d]", at, j)
+			if msg := informationalAdvice(m.Response.Status, false); msg != "" {
+				add(mat+".response.status", "%s", msg)
+			}
+			if m.Proxy != nil && m.Proxy.Loss != nil {
+				if msg := informationalAdvice(m.Proxy.Loss.Status, true); msg != "" {
+					add(mat+".proxy.loss.status", "%s", msg)
+				}
+			}
 			for _, v := range m.Request.Declared() {
 				if slices.Contains(SystemVariables, v.Name) {
-					add(fmt.Sprintf("%s.mocks[%d].request.%s.%s", at, j, v.Source, v.Name),
+					add(fmt.Sprintf("%s.request.%s.%s", mat, v.Source, v.Name),
 						"%s is a system variable; the value extracted into it is discarded", quote(v.Name))
 				}
 			}
 			for _, g := range m.Request.URL.Groups() {
 				if slices.Contains(SystemVariables, g) {
-					add(fmt.Sprintf("%s.mocks[%d].request.url", at, j),
+					add(mat+".request.url",
 						"capture group %s is a system variable; the value captured into it is discarded", quote(g))
 				}
 			}
 		}
 	}
 	return as
+}
+
+// informationalAdvice says what a client gets for a 1xx status, which HTTP
+// never lets end an exchange, as a mock's answer or (lost) a dropped
+// request's; it is "" for any other status. The proxy's exchange.WriteHeader
+// makes it true: 101 is sent as the final answer and the connection closed,
+// since no protocol follows it; any other 1xx goes out as an interim
+// response and the answer then completes as 200.
+func informationalAdvice(s Status, lost bool) string {
+	switch {
+	case s < 100 || s >= 200:
+		return ""
+	case s == 101 && lost:
+		return "status 101 switches to no protocol: a dropped request gets 101 Switching Protocols with no body, then the connection is closed"
+	case s == 101:
+		return "status 101 switches to no protocol: the client gets 101 Switching Protocols with the mock's headers and no body, then the connection is closed"
+	case lost:
+		return fmt.Sprintf("status %d is informational and cannot end an exchange: a dropped request gets a %d interim response, then 200 OK with the LOSS_INJECTED envelope", s, s)
+	default:
+		return fmt.Sprintf("status %d is informational and cannot end an exchange: the client gets a %d interim response carrying the mock's headers, then 200 OK with those headers and the body", s, s)
+	}
 }
 
 func accessIsDefault(a *Access) bool {

@@ -125,10 +125,11 @@ func TestValueTypesRefuseBadInput(t *testing.T) {
 		// Methods, statuses, patterns, selectors.
 		{"lower-case method", mockDoc("name: mm\nrequest: {method: get, url: x}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.method", "write GET"},
 		{"unknown method", mockDoc("name: mm\nrequest: {method: FETCH, url: x}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.method", "not a known method"},
-		{"status 99", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 99}"), "proxies[0].mocks[0].response.status", "200 to 599"},
-		{"loss status 600", proxyDoc("loss: {percentage: 0.1, status: 600}"), "proxies[0].loss.status", "200 to 599"},
-		{"loss status 1xx", proxyDoc("loss: {percentage: 0.1, status: 100}"), "proxies[0].loss.status", "informational"},
-		{"mock status 103", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 103}"), "proxies[0].mocks[0].response.status", "informational"},
+		{"status 99", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 99}"), "proxies[0].mocks[0].response.status", "100 to 599"},
+		{"status 600", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 600}"), "proxies[0].mocks[0].response.status", "100 to 599"},
+		{"loss status 99", proxyDoc("loss: {percentage: 0.1, status: 99}"), "proxies[0].loss.status", "100 to 599"},
+		{"loss status 600", proxyDoc("loss: {percentage: 0.1, status: 600}"), "proxies[0].loss.status", "100 to 599"},
+		{"mock loss status 600", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200}\nproxy: {loss: {percentage: 0.1, status: 600}}"), "proxies[0].mocks[0].proxy.loss.status", "100 to 599"},
 		{"url port out of range", doc("proxies: [{name: zeta, type: http, url: 'https://h:99999/'}]"), "proxies[0].url", "ports are 1 to 65535"},
 		{"bad regex", mockDoc("name: mm\nrequest: {method: GET, url: '('}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.url", "not a valid regular expression"},
 		{"selector without dot", mockDoc("name: mm\nrequest: {method: GET, url: x, query: {p: page}}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.query.p", "leading dot"},
@@ -359,6 +360,17 @@ func TestAcceptedSpellings(t *testing.T) {
 	}
 	for _, m := range Methods {
 		mustLoad(t, mockDoc("name: mm\nrequest: {method: "+m+", url: x}\nresponse: {status: 200}"))
+	}
+	// Any status Doppel 1.1 loads, 1xx included (what a client gets for a
+	// 1xx is an advisory's to say, TestAdvisoriesInformationalStatus).
+	for _, st := range []Status{100, 101, 102, 103, 199, 200, 599} {
+		d := mustLoad(t, mockDoc(fmt.Sprintf("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: %d}\nproxy: {loss: {percentage: 1, status: %d}}", st, st)))
+		if m := d.Proxies[0].Mocks[0]; m.Response.Status != st || m.Proxy.Loss.Status != st {
+			t.Errorf("status %d loaded as %d (response) and %d (loss)", st, m.Response.Status, m.Proxy.Loss.Status)
+		}
+		if d := mustLoad(t, proxyDoc(fmt.Sprintf("loss: {percentage: 1, status: %d}", st))); d.Proxies[0].Loss.Status != st {
+			t.Errorf("loss status %d loaded as %d", st, d.Proxies[0].Loss.Status)
+		}
 	}
 	mustLoad(t, "server: {host: '::', port: 8080, external_url: 'https://{{ host }}/base'}\n"+baseAdmin)
 	mustLoad(t, doc("proxies: [{name: "+strings.Repeat("a", 32)+", type: http, url: 'http://u:p@h:81/api/v1'}]"))

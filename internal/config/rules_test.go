@@ -212,3 +212,53 @@ proxies:
 		t.Errorf("groups: [] should be announced as public, got %v", as)
 	}
 }
+
+// TestAdvisoriesInformationalStatus: a 1xx status loads, and startup says
+// at its path what the client gets instead of it; 101 is worded apart, since
+// it ends the exchange rather than leading to a 200.
+func TestAdvisoriesInformationalStatus(t *testing.T) {
+	src := doc(`proxies:
+  - name: zeta
+    type: http
+    url: http://127.0.0.1:9000
+    loss: {percentage: 0.1, status: 100}
+    mocks:
+      - {name: plain, request: {method: GET, url: a}, response: {status: 200}, proxy: {loss: {percentage: 0.1, status: 503}}}
+      - name: processing
+        request: {method: GET, url: b}
+        response: {status: 102, body: later}
+        proxy: {loss: {percentage: 0.5, status: 101}}
+      - {name: switching, request: {method: GET, url: c}, response: {status: 101}}
+      - {name: hints, request: {method: GET, url: d}, response: {status: 103}}
+`)
+	d := mustLoad(t, src)
+	got := map[string]string{}
+	for _, a := range Advisories(d) {
+		if _, dup := got[a.Path]; dup {
+			t.Errorf("two advisories at %s", a.Path)
+		}
+		got[a.Path] = a.Message
+	}
+	want := map[string][]string{
+		"proxies[0].loss.status":                {"status 100 is informational", "a dropped request gets a 100 interim response, then 200 OK with the LOSS_INJECTED envelope"},
+		"proxies[0].mocks[1].response.status":   {"status 102 is informational", "the client gets a 102 interim response carrying the mock's headers, then 200 OK with those headers and the body"},
+		"proxies[0].mocks[1].proxy.loss.status": {"a dropped request gets 101 Switching Protocols with no body, then the connection is closed"},
+		"proxies[0].mocks[2].response.status":   {"the client gets 101 Switching Protocols with the mock's headers and no body, then the connection is closed"},
+		"proxies[0].mocks[3].response.status":   {"status 103 is informational", "a 103 interim response"},
+	}
+	for path, parts := range want {
+		msg, ok := got[path]
+		if !ok {
+			t.Errorf("no advisory at %s; got %v", path, got)
+			continue
+		}
+		for _, part := range parts {
+			if !strings.Contains(msg, part) {
+				t.Errorf("%s: %q, want it to contain %q", path, msg, part)
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d advisories, want %d (none for 200 or 503): %v", len(got), len(want), got)
+	}
+}

@@ -175,7 +175,7 @@ func (Method) jsonSchema() map[string]any {
 }
 
 func (Status) jsonSchema() map[string]any {
-	return num("integer", "The HTTP status of an answer Doppel gives itself, 200 to 599 (a 1xx status cannot end an exchange).", 200, 599, 200)
+	return num("integer", "The HTTP status of an answer Doppel gives itself, 100 to 599. A 1xx cannot end an exchange: 101 is sent without a body and the connection closed; any other 1xx is sent as an interim response, then the answer completes as 200.", 100, 599, 200)
 }
 
 func (Pattern) jsonSchema() map[string]any {

@@ -84,7 +84,7 @@ func TestSchemaDescribesEveryField(t *testing.T) {
 func TestSchemaBounds(t *testing.T) {
 	defs := decodeSchema(t)["$defs"].(map[string]any)
 	bounds := map[string][2]float64{
-		"Ratio": {0, 1}, "Seconds": {0, 300}, "Port": {1, 65535}, "Status": {200, 599}, "Timeout": {1, 3600},
+		"Ratio": {0, 1}, "Seconds": {0, 300}, "Port": {1, 65535}, "Status": {100, 599}, "Timeout": {1, 3600},
 	}
 	for name, b := range bounds {
 		d := defs[name].(map[string]any)

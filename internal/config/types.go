@@ -397,9 +397,9 @@ func (v *Method) UnmarshalYAML(n ast.Node) error {
 }
 
 // Status is the HTTP status of an answer Doppel gives itself (a mock's, a
-// dropped request's): 200..599. A 1xx status is informational: HTTP cannot
-// end an exchange with one, so it is refused rather than sent as 1xx
-// followed by a 200 the configuration never asked for.
+// dropped request's): 100..599, as in Doppel 1.1. A 1xx status loads, though
+// it cannot end an exchange; startup says what the client gets instead
+// (informationalAdvice).
 type Status uint16
 
 func (v *Status) UnmarshalYAML(n ast.Node) error {
@@ -407,11 +407,8 @@ func (v *Status) UnmarshalYAML(n ast.Node) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case i >= 100 && i < 200:
-		return refuse(n, "%d is informational: a 1xx status cannot be the final answer to a request; use 200 to 599", i)
-	case i < 100 || i > 599:
-		return refuse(n, "%d is not an HTTP status: statuses are 200 to 599 here", i)
+	if i < 100 || i > 599 {
+		return refuse(n, "%d is not an HTTP status: statuses are 100 to 599", i)
 	}
 	*v = Status(i)
 	return nil

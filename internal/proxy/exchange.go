@@ -57,11 +57,20 @@ func (ex *exchange) WriteHeader(code int) {
 	if ex.wroteHeader {
 		return
 	}
-	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
-		// Informational answers (100 Continue, 103 Early Hints) pass at once
-		// and do not count as the response.
-		ex.w.WriteHeader(code)
-		return
+	if code >= 100 && code < 200 {
+		if code != http.StatusSwitchingProtocols {
+			// Informational answers (100 Continue, 103 Early Hints; a mock's
+			// or a loss's 1xx too) pass at once and do not count as the
+			// response: what follows completes it, as 200 when nothing else.
+			ex.w.WriteHeader(code)
+			return
+		}
+		// Only Doppel's own 101 (a mock's or a loss's status) comes here:
+		// ReverseProxy writes an upstream's upgrade on the hijacked
+		// connection. It switches to no protocol, so nothing can follow it
+		// on this connection; left open, the client would wait for the new
+		// protocol's first bytes until a timeout.
+		ex.w.Header().Set("Connection", "close")
 	}
 	ex.waitLatency()
 	ex.wroteHeader = true
