@@ -3,6 +3,7 @@ package change
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -206,5 +207,34 @@ func TestFollowReloadsWhatChangedElsewhere(t *testing.T) {
 	}
 	if f.ctl.Runtime() != running {
 		t.Fatal("an invalid document replaced the running configuration")
+	}
+}
+
+// racing is a store whose first save finds that another writer got there
+// first, and says so wrapped, as a driver would.
+type racing struct {
+	store.Store
+	saves int
+}
+
+func (s *racing) Save(ctx context.Context, doc *config.Document, expected config.Revision) (config.Revision, error) {
+	s.saves++
+	if s.saves == 1 {
+		return "", fmt.Errorf("saving: %w", store.ErrRevisionMismatch)
+	}
+	return s.Store.Save(ctx, doc, expected)
+}
+
+// TestWriteRetriesAMovedStore: a wrapped mismatch is a retry, not a failure.
+func TestWriteRetriesAMovedStore(t *testing.T) {
+	f := newFixture(t)
+	st := &racing{Store: f.st}
+	f.ctl.store = st
+	rt, err := f.ctl.Write(context.Background(), func(d *config.Document) error {
+		d.Proxy("zeta").Timeout = 7
+		return nil
+	})
+	if err != nil || st.saves != 2 || rt.Document.Proxy("zeta").Timeout != 7 {
+		t.Fatalf("write: %v after %d saves", err, st.saves)
 	}
 }
