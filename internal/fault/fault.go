@@ -47,8 +47,17 @@ type Fault interface {
 	Act(x Exchange, draw Draw)
 }
 
-// Draw returns a number in [0, 1) for one of a fault's further draws.
-type Draw func(Roll) float64
+// Draw makes a fault's further draws, keyed like the roll that fired it.
+type Draw struct {
+	r Roller
+	k Key
+}
+
+// Float64 returns a number in [0, 1) for the draw named by roll.
+func (d Draw) Float64(roll Roll) float64 {
+	d.k.Roll = roll
+	return d.r.Float64(d.k)
+}
 
 // Exchange is the request a fault acts on, as the pipeline shows it.
 type Exchange interface {
@@ -62,6 +71,9 @@ type Exchange interface {
 	// Wrap puts a writer of the fault's in front of the answer's: an On
 	// fault shapes what the answer writes.
 	Wrap(func(http.ResponseWriter) http.ResponseWriter)
+	// Fired records that the fault of that name fired (the log line, the
+	// metrics).
+	Fired(name string)
 }
 
 // Set is the faults that apply to a request, in the fixed order of their
@@ -69,20 +81,17 @@ type Exchange interface {
 type Set []Fault
 
 // Inject rolls each fault of the set in order and lets each one that
-// fires act; fired receives the name of each. It reports whether a Before
-// fault answered, which stops the rest.
-func (s Set) Inject(r Roller, k Key, x Exchange, fired func(name string)) (answered bool) {
+// fires act, after telling x its name. It reports whether a Before fault
+// answered, which stops the rest.
+func (s Set) Inject(r Roller, k Key, x Exchange) (answered bool) {
 	for _, f := range s {
 		roll, share := f.Roll()
 		k.Roll = roll
 		if !Fires(r, k, share) {
 			continue
 		}
-		fired(f.Name())
-		f.Act(x, func(further Roll) float64 {
-			k.Roll = further
-			return r.Float64(k)
-		})
+		x.Fired(f.Name())
+		f.Act(x, Draw{r: r, k: k})
 		if f.Stage() == Before {
 			return true
 		}

@@ -49,7 +49,7 @@ func (l *Latency) draw(draw Draw) time.Duration {
 	if l.Max <= l.Min {
 		return l.Min
 	}
-	return l.Min + time.Duration(draw(RollLatencyDraw)*float64(l.Max-l.Min+1))
+	return l.Min + time.Duration(draw.Float64(RollLatencyDraw)*float64(l.Max-l.Min+1))
 }
 
 // Target returns the whole-response time drawn for this request, or false
@@ -62,8 +62,5 @@ func (l *Latency) Target(r Roller, k Key) (time.Duration, bool) {
 	if !Fires(r, k, l.Percentage) {
 		return 0, false
 	}
-	return l.draw(func(further Roll) float64 {
-		k.Roll = further
-		return r.Float64(k)
-	}), true
+	return l.draw(Draw{r: r, k: k}), true
 }

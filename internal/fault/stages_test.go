@@ -16,7 +16,10 @@ type recorder struct {
 	code    apierr.Code
 	delay   time.Duration
 	wrapped int
+	fired   []string
 }
+
+func (r *recorder) Fired(name string) { r.fired = append(r.fired, name) }
 
 func (r *recorder) Fail(status int, code apierr.Code, message string) {
 	r.code = code
@@ -57,8 +60,8 @@ func TestInjectRollsInOrderAndStopsAtAnAnswer(t *testing.T) {
 	}
 	for i, c := range cases {
 		x := &recorder{ResponseRecorder: httptest.NewRecorder()}
-		var fired []string
-		answered := set.Inject(c.rolls, Key{Proxy: "zeta"}, x, func(name string) { fired = append(fired, name) })
+		answered := set.Inject(c.rolls, Key{Proxy: "zeta"}, x)
+		fired := x.fired
 		if answered != c.answering || fmt.Sprint(fired) != c.fired || x.Code != c.status || x.delay != c.delay || x.wrapped != c.wrapped {
 			t.Errorf("case %d: answered %v, fired %v, status %d, delay %v, wrapped %d", i, answered, fired, x.Code, x.delay, x.wrapped)
 		}

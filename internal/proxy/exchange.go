@@ -122,8 +122,8 @@ func (ex *exchange) Delay(d time.Duration) { ex.latency = d }
 // Wrap puts a fault's writer in front of the answer's.
 func (ex *exchange) Wrap(wrap func(http.ResponseWriter) http.ResponseWriter) { ex.w = wrap(ex.w) }
 
-// fired records that a fault fired.
-func (ex *exchange) fired(name string) {
+// Fired records that a fault fired.
+func (ex *exchange) Fired(name string) {
 	if ex.rec.Faults == nil {
 		ex.rec.Faults = ex.faultsBuf[:0]
 	}

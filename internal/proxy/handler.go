@@ -121,7 +121,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m != nil {
 		faults, key.Mock = m.Faults, m.Name
 	}
-	if faults.Inject(h.roller, key, ex, ex.fired) {
+	if faults.Inject(h.roller, key, ex) {
 		return
 	}
 	// 5. Answer.
