@@ -49,6 +49,7 @@ type exchange struct {
 	upstreamContacted bool
 	upstreamStatus    int
 	upstreamDuration  time.Duration
+	upstreamConn      *headerConn // the HTTP/1 connection that answered, if NewTransport dialed it
 }
 
 func (ex *exchange) Header() http.Header { return ex.w.Header() }
