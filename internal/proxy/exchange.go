@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
@@ -47,6 +48,9 @@ type exchange struct {
 	timeoutLeft time.Duration
 
 	upstreamStart time.Time
+	upstreamConn  *headerConn // the HTTP/1 connection that answered, if NewTransport dialed it
+	// trace tells gotConn which connection serves the exchange.
+	trace httptrace.ClientTrace
 }
 
 var _ fault.Exchange = (*exchange)(nil)

@@ -25,14 +25,19 @@ func exchangeFrom(ctx context.Context) *exchange {
 
 // NewTransport is the upstream transport: pooled keep-alive connections,
 // plenty of idle ones per host, and no transparent compression, so encoded
-// bodies pass byte for byte and no Accept-Encoding is ever added.
+// bodies pass byte for byte and no Accept-Encoding is ever added. Its
+// HTTP/1 connections keep each answer's header block (see headerConn).
+// https upstreams are dialed by DialTLSContext, not DialContext; it reads
+// this transport's TLSClientConfig and TLSHandshakeTimeout as it dials (a
+// Clone's dialer still reads the original's).
 func NewTransport() *http.Transport {
-	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   10 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
+	d := &net.Dialer{
+		Timeout:   10 * time.Second,
+		KeepAlive: 30 * time.Second,
+	}
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialHeaderConn(d),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
@@ -41,6 +46,10 @@ func NewTransport() *http.Transport {
 		ExpectContinueTimeout: 1 * time.Second,
 		DisableCompression:    true,
 	}
+	// Through an HTTP proxy, an https target's TLS is the transport's own,
+	// over the CONNECT tunnel: those answers' blocks are not kept.
+	t.DialTLSContext = dialTLS(t, d)
+	return t
 }
 
 // newForwarder is our forwarding: httputil.ReverseProxy with a Rewrite, a
@@ -110,14 +119,23 @@ func setOr(out, in http.Header, key, value string) {
 	out.Set(key, value)
 }
 
-// modifyResponse records the upstream's answer, then keeps the client
-// behind the proxy: Location and text bodies naming the upstream are
-// rewritten to name Doppel.
+// modifyResponse records the upstream's answer, drops the headers its
+// Connection field named when Go's transport deleted that field, then
+// keeps the client behind the proxy: Location and text bodies naming the
+// upstream are rewritten to name Doppel.
 func (h *Handler) modifyResponse(res *http.Response) error {
 	ex := exchangeFrom(res.Request.Context())
 	ex.rec.UpstreamContacted = true
 	ex.rec.UpstreamStatus = res.StatusCode
 	ex.rec.UpstreamDuration = time.Since(ex.upstreamStart)
+
+	// Only an HTTP/1.1 answer saying close loses its Connection field
+	// (HTTP/1.0 keeps it); a 101 keeps its hop-by-hop headers, as
+	// ReverseProxy leaves them.
+	if res.Close && res.ProtoMajor == 1 && res.StatusCode != http.StatusSwitchingProtocols &&
+		res.Header["Connection"] == nil && ex.upstreamConn != nil {
+		ex.upstreamConn.dropConnectionNamed(res.Header)
+	}
 
 	c := ex.proxy.Config
 	loc := res.Header.Get("Location")

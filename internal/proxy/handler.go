@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"runtime/debug"
 	"time"
@@ -213,6 +214,9 @@ func (h *Handler) forwardUpstream(ex *exchange, p *runtime.Proxy) {
 	ex.timeoutLeft = p.Timeout
 	defer ex.timeout.Stop()
 	ctx = context.WithValue(ctx, exchangeKey{}, ex)
+	// GotConn tells modifyResponse which connection answered.
+	ex.trace.GotConn = ex.gotConn
+	ctx = withHTTP1Only(httptrace.WithClientTrace(ctx, &ex.trace), ex.req.Header)
 	ex.upstreamStart = time.Now()
 	h.forward.ServeHTTP(ex, ex.req.WithContext(ctx))
 }
