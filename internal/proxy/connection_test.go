@@ -294,6 +294,10 @@ func TestUpgradeHalfClose(t *testing.T) {
 	if b, _ := io.ReadAll(br); string(b) != "got ping" {
 		t.Fatalf("after the half-close the client read %q, want \"got ping\"", b)
 	}
+	// The request line says what the client got: the upstream's 101.
+	if l := d.logs.lines(t, 1); len(l) != 1 || l[0]["status"] != 101.0 || l[0]["upstream_status"] != 101.0 {
+		t.Fatalf("an upgrade's request line: %v", l)
+	}
 }
 
 // Through an HTTP proxy an https target is tunnelled, and its TLS is the

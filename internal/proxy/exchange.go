@@ -165,11 +165,19 @@ func (ex *exchange) Flush() {
 func (ex *exchange) Unwrap() http.ResponseWriter { return ex.w }
 
 // Hijack is used by protocol upgrades (101 Switching Protocols): the
-// connection's own writer hijacks, whatever wraps it.
+// connection's own writer hijacks, whatever wraps it. ReverseProxy writes
+// the upstream's 101 on the hijacked connection itself, so the answer is
+// recorded here: nothing may be written through the writer afterwards.
 func (ex *exchange) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	h, ok := ex.conn.(http.Hijacker)
 	if !ok {
 		return nil, nil, errors.New("hijacking is not supported")
 	}
-	return h.Hijack()
+	c, brw, err := h.Hijack()
+	if err == nil && !ex.wroteHeader {
+		ex.wroteHeader = true
+		ex.rec.Status = http.StatusSwitchingProtocols
+		ex.rec.Duration = time.Since(ex.start)
+	}
+	return c, brw, err
 }
