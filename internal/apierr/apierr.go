@@ -39,31 +39,39 @@ const (
 	UpstreamError       Code = "UPSTREAM_ERROR"
 	UpstreamTimeout     Code = "UPSTREAM_TIMEOUT"
 	InternalError       Code = "INTERNAL_ERROR" // a fault of Doppel's own (a recovered panic)
+	// The client's own mistakes and stalls, never blamed on the upstream.
+	InvalidRequestBody Code = "INVALID_REQUEST_BODY" // malformed framing: a bad chunk, a body shorter than its Content-Length
+	RequestTimeout     Code = "REQUEST_TIMEOUT"      // the client stopped sending its body
+	// The process-wide rendering budget is spent by renders under way.
+	RenderBudgetExhausted Code = "RENDER_BUDGET_EXHAUSTED"
 )
 
 var statuses = map[Code]int{
-	ConfigInvalid:       http.StatusBadRequest,
-	InvalidRequestPath:  http.StatusBadRequest,
-	Unauthorized:        http.StatusUnauthorized,
-	Forbidden:           http.StatusForbidden,
-	NotFound:            http.StatusNotFound,
-	MethodNotAllowed:    http.StatusMethodNotAllowed,
-	ProxyNotResolved:    http.StatusNotFound,
-	NoProxiesConfigured: http.StatusServiceUnavailable,
-	LossInjected:        http.StatusServiceUnavailable,
-	DashboardNotBuilt:   http.StatusServiceUnavailable,
-	Conflict:            http.StatusConflict,
-	RevisionMismatch:    http.StatusConflict,
-	UploadTooLarge:      http.StatusRequestEntityTooLarge,
-	TemplateNotDeclared: http.StatusUnprocessableEntity,
-	RevisionRequired:    http.StatusPreconditionRequired,
-	TemplateRenderError: http.StatusInternalServerError,
-	TemplateNotFound:    http.StatusInternalServerError,
-	BodyExtractionError: http.StatusInternalServerError,
-	StoreError:          http.StatusInternalServerError,
-	UpstreamError:       http.StatusBadGateway,
-	UpstreamTimeout:     http.StatusGatewayTimeout,
-	InternalError:       http.StatusInternalServerError,
+	ConfigInvalid:         http.StatusBadRequest,
+	InvalidRequestPath:    http.StatusBadRequest,
+	Unauthorized:          http.StatusUnauthorized,
+	Forbidden:             http.StatusForbidden,
+	NotFound:              http.StatusNotFound,
+	MethodNotAllowed:      http.StatusMethodNotAllowed,
+	ProxyNotResolved:      http.StatusNotFound,
+	NoProxiesConfigured:   http.StatusServiceUnavailable,
+	LossInjected:          http.StatusServiceUnavailable,
+	DashboardNotBuilt:     http.StatusServiceUnavailable,
+	Conflict:              http.StatusConflict,
+	RevisionMismatch:      http.StatusConflict,
+	UploadTooLarge:        http.StatusRequestEntityTooLarge,
+	TemplateNotDeclared:   http.StatusUnprocessableEntity,
+	RevisionRequired:      http.StatusPreconditionRequired,
+	TemplateRenderError:   http.StatusInternalServerError,
+	TemplateNotFound:      http.StatusInternalServerError,
+	BodyExtractionError:   http.StatusInternalServerError,
+	StoreError:            http.StatusInternalServerError,
+	UpstreamError:         http.StatusBadGateway,
+	UpstreamTimeout:       http.StatusGatewayTimeout,
+	InternalError:         http.StatusInternalServerError,
+	InvalidRequestBody:    http.StatusBadRequest,
+	RequestTimeout:        http.StatusRequestTimeout,
+	RenderBudgetExhausted: http.StatusServiceUnavailable,
 }
 
 // Codes lists every code, for documentation and tests.
