@@ -222,7 +222,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
-	proxies, err := listenProxy(f, doc, holder, logger, metrics, reporter)
+	proxies, err := listenProxy(f, doc, holder, envTokens, logger, metrics, reporter)
 	if err != nil {
 		return err
 	}
@@ -323,6 +323,16 @@ func startupChecks(doc *config.Document, logger *telemetry.Logger) ([]admin.Toke
 	return envTokens, nil
 }
 
+// tokenDigests are the environment's tokens as the proxy listener looks
+// for them: by digest, to the token's name.
+func tokenDigests(tokens []admin.Token) map[config.TokenDigest]string {
+	out := make(map[config.TokenDigest]string, len(tokens))
+	for _, t := range tokens {
+		out[config.DigestOf(string(t.Value))] = string(t.Name)
+	}
+	return out
+}
+
 func tokenNames(tokens []admin.Token) []config.Name {
 	var names []config.Name
 	for _, t := range tokens {
@@ -359,7 +369,7 @@ func openStore(opts store.Options, doc *config.Document, pg *postgres.Store) (st
 }
 
 // listenProxy binds the proxy listener and builds its server.
-func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder,
+func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder, envTokens []admin.Token,
 	logger *telemetry.Logger, metrics *telemetry.Metrics, reporter *telemetry.Reporter) (listening, error) {
 	addr := cmp.Or(f.proxyAddr, net.JoinHostPort(doc.Server.Host.String(), strconv.Itoa(int(doc.Server.Port))))
 	ln, err := net.Listen("tcp", addr)
@@ -385,6 +395,8 @@ func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder,
 			External:  external,
 			Metrics:   metrics,
 			Reporter:  reporter,
+			// The document's tokens are the runtime's, current after a reload.
+			AdminTokens: tokenDigests(envTokens),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,
@@ -394,7 +406,7 @@ func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder,
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     log.New(io.Discard, "", 0),
 	}
-	return listening{ln, srv}, nil
+	return listening{proxy.Listener(ln), srv}, nil
 }
 
 // listenAdmin binds the admin listener and builds its server.

@@ -106,18 +106,19 @@ func tokensInForce(doc *config.Document, env []Token) []Token {
 }
 
 // identify finds the caller from the bearer token in the configured
-// header. Every token is compared, in constant time, so the answer's
-// timing says nothing about which ones are close.
+// header. Every token is compared, in constant time over fixed-size
+// digests, so the answer's timing says nothing about which tokens are
+// close, nor how long any of them is.
 func identify(r *http.Request, doc *config.Document, env []Token) Caller {
-	raw := r.Header.Get(string(doc.Admin.Auth.Header))
-	scheme, value, ok := strings.Cut(strings.TrimSpace(raw), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	value, ok := config.Bearer(r.Header.Get(string(doc.Admin.Auth.Header)))
+	if !ok {
 		return Caller{Anonymous: true}
 	}
-	value = strings.TrimSpace(value)
+	presented := config.DigestOf(value)
 	found := Caller{Anonymous: true}
 	for _, t := range tokensInForce(doc, env) {
-		if subtle.ConstantTimeCompare([]byte(value), []byte(t.Value)) == 1 && found.Anonymous {
+		want := config.DigestOf(string(t.Value))
+		if subtle.ConstantTimeCompare(presented[:], want[:]) == 1 && found.Anonymous {
 			found = Caller{Name: t.Name, Group: t.Group}
 		}
 	}

@@ -9,6 +9,7 @@ package apierr
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
@@ -107,4 +108,15 @@ func WriteStatus(w http.ResponseWriter, status int, code Code, message string) {
 	h.Del("Content-Length")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// Raw is a whole HTTP/1.1 answer with the envelope, closing the
+// connection: for the few answers written to a connection before any
+// handler runs.
+func Raw(code Code, message string) []byte {
+	body, _ := json.Marshal(Envelope{Status: "error", Message: message, Code: code})
+	status := code.Status()
+	head := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
+		status, http.StatusText(status), len(body))
+	return append([]byte(head), body...)
 }

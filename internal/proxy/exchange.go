@@ -48,6 +48,7 @@ type exchange struct {
 	timeoutLeft time.Duration
 
 	upstreamStart time.Time
+	body          *bodyReader // the request body as read for the upstream, if any
 	upstreamConn  *headerConn // the HTTP/1 connection that answered, if NewTransport dialed it
 	// trace tells gotConn which connection serves the exchange.
 	trace httptrace.ClientTrace

@@ -97,7 +97,10 @@ func rewrite(pr *httputil.ProxyRequest) {
 		}
 		h.Set("X-Forwarded-For", peer)
 	}
-	setOr(h, in.Header, "X-Forwarded-Host", in.Host)
+	if in.Host != "" || len(in.Header["X-Forwarded-Host"]) > 0 {
+		// An HTTP/1.0 request may name no host: then none is claimed.
+		setOr(h, in.Header, "X-Forwarded-Host", in.Host)
+	}
 	setOr(h, in.Header, "X-Forwarded-Proto", "http")
 
 	if user := p.Upstream.User; user != nil {
@@ -174,6 +177,12 @@ func hasBody(res *http.Response) bool {
 func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 	return func(_ http.ResponseWriter, r *http.Request, err error) {
 		ex := exchangeFrom(r.Context())
+		// The client's own mistakes and stalls are the client's. First: a
+		// failed read of the connection cancels the request's context, so
+		// a client that stopped sending its body looks as if it had left.
+		if ex.body != nil && ex.clientAtFault(ex.body) {
+			return
+		}
 		if ex.req.Context().Err() != nil {
 			// The client went away first: there is nobody to answer, and
 			// the log says so (499, nginx's "client closed request")

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
@@ -41,6 +42,7 @@ type Handler struct {
 	runtime   *runtime.Holder
 	roller    fault.Roller
 	attempts  bool // count attempts per request id: rolls are seeded
+	envTokens map[config.TokenDigest]string
 	log       *telemetry.Logger
 	forward   *httputil.ReverseProxy
 	templates *render.Files
@@ -65,6 +67,9 @@ type Options struct {
 	Metrics *telemetry.Metrics
 	// Reporter receives recovered panics (Sentry); nil reports nothing.
 	Reporter *telemetry.Reporter
+	// AdminTokens are the admin tokens of the environment by digest, name
+	// by name (the document's are the runtime's): removed from requests.
+	AdminTokens map[config.TokenDigest]string
 }
 
 // New builds the handler over the runtime held by h.
@@ -88,6 +93,7 @@ func New(h *runtime.Holder, opts Options) *Handler {
 		external:  opts.External,
 		metrics:   opts.Metrics,
 		reporter:  opts.Reporter,
+		envTokens: opts.AdminTokens,
 	}
 	handler.forward = handler.newForwarder(opts.Transport, opts.Log.Logger)
 	return handler
@@ -95,10 +101,11 @@ func New(h *runtime.Holder, opts Options) *Handler {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex := &exchange{w: w, conn: w, req: r, start: time.Now()}
-	ex.rec = telemetry.Exchange{RequestID: requestID(r), Method: r.Method, Path: loggedPath(r)}
+	ex.rec = telemetry.Exchange{RequestID: h.requestID(r), Method: r.Method, Path: loggedPath(r)}
 	defer h.finish(ex)
 	rt := h.runtime.Load()
 
+	h.withholdAdminToken(ex, rt)
 	// 1. Resolve.
 	ex.runtime = rt
 	p := h.resolve(ex, rt)
@@ -150,6 +157,34 @@ func (h *Handler) choose(ex *exchange, p *runtime.Proxy, key fault.Key) (*runtim
 	return m, sub
 }
 
+// withholdAdminToken removes an admin credential from a request to the
+// proxy listener: the admin header carrying a configured token. Neither an
+// upstream nor a mock sees it, and the log line names the token, never its
+// value. The same header with any other value is the client's own and
+// passes.
+func (h *Handler) withholdAdminToken(ex *exchange, rt *runtime.Runtime) {
+	v := ex.req.Header[rt.AdminHeader]
+	if len(v) == 0 {
+		return
+	}
+	for _, raw := range v {
+		token, ok := config.Bearer(raw)
+		if !ok {
+			continue
+		}
+		d := config.DigestOf(token)
+		name, found := rt.AdminTokens[d]
+		if !found {
+			name, found = h.envTokens[d]
+		}
+		if found {
+			delete(ex.req.Header, rt.AdminHeader)
+			ex.rec.AdminTokenRemoved = name
+			return
+		}
+	}
+}
+
 // loggedPath is the path as sent, without the query: what mocks match,
 // what templates see as `path`, and what the log line carries.
 func loggedPath(r *http.Request) string {
@@ -159,12 +194,40 @@ func loggedPath(r *http.Request) string {
 	return r.URL.EscapedPath()
 }
 
-// requestID reuses the client's X-Request-ID or mints a UUID v4.
-func requestID(r *http.Request) string {
-	if v := r.Header[headerRequestID]; len(v) > 0 && v[0] != "" {
-		return v[0]
+// maxRequestID bounds the X-Request-ID a client may choose: the id is
+// logged, sent upstream and, under a seed, hashed into every roll.
+const maxRequestID = 200
+
+// requestID reuses the client's X-Request-ID or mints a UUID v4. An id
+// longer than maxRequestID bytes, or with a byte outside visible ASCII, is
+// replaced, and the debug log says why (not what it was).
+func (h *Handler) requestID(r *http.Request) string {
+	v := r.Header[headerRequestID]
+	if len(v) == 0 || v[0] == "" {
+		return newRequestID()
 	}
-	return newRequestID()
+	id := v[0]
+	why := ""
+	switch {
+	case len(id) > maxRequestID:
+		why = fmt.Sprintf("it is %d bytes; at most %d are kept", len(id), maxRequestID)
+	case !visibleASCII(id):
+		why = "it holds a byte outside visible ASCII"
+	default:
+		return id
+	}
+	minted := newRequestID()
+	h.log.Debug("the client's X-Request-ID is replaced by a new one", "request_id", minted, "reason", why)
+	return minted
+}
+
+func visibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // newRequestID mints a random (version 4) UUID. It is uuid.NewString
@@ -218,7 +281,12 @@ func (h *Handler) forwardUpstream(ex *exchange, p *runtime.Proxy) {
 	ex.trace.GotConn = ex.gotConn
 	ctx = withHTTP1Only(httptrace.WithClientTrace(ctx, &ex.trace), ex.req.Header)
 	ex.upstreamStart = time.Now()
-	h.forward.ServeHTTP(ex, ex.req.WithContext(ctx))
+	out := ex.req.WithContext(ctx)
+	if sendsBody(out) {
+		ex.body = newBodyReader(ex, ex.upstreamStart.Add(p.Timeout))
+		out.Body = ex.body
+	}
+	h.forward.ServeHTTP(ex, out)
 }
 
 // errUpstreamTimeout is why an exchange that ran out of time was cancelled.

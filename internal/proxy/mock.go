@@ -53,16 +53,18 @@ func (h *Handler) readBody(ex *exchange, p *runtime.Proxy) ([]byte, bool) {
 		ex.fail(apierr.UploadTooLarge, fmt.Sprintf("the request body is over the proxy's body_limit of %d bytes", limit))
 		return nil, false
 	}
-	// A client trickling its body holds a connection: the proxy's timeout
-	// bounds the read, then the connection gets its ordinary reads back.
-	rc := http.NewResponseController(ex.w)
-	_ = rc.SetReadDeadline(time.Now().Add(p.Timeout))
-	body, err := io.ReadAll(io.LimitReader(ex.req.Body, limit+1))
-	_ = rc.SetReadDeadline(time.Time{})
+	// A client trickling its body holds a connection: each read waits at
+	// most bodyIdle and all of them the proxy's timeout; then the
+	// connection gets its ordinary reads back.
+	br := newBodyReader(ex, ex.start.Add(p.Timeout))
+	body, err := io.ReadAll(io.LimitReader(br, limit+1))
 	if err != nil {
-		ex.fail(apierr.BodyExtractionError, "the request body could not be read: "+err.Error())
+		if !ex.clientAtFault(br) {
+			ex.fail(apierr.BodyExtractionError, "the request body could not be read: "+err.Error())
+		}
 		return nil, false
 	}
+	_ = br.rc.SetReadDeadline(time.Time{})
 	if int64(len(body)) > limit {
 		ex.fail(apierr.UploadTooLarge, fmt.Sprintf("the request body is over the proxy's body_limit of %d bytes", limit))
 		return nil, false

@@ -35,6 +35,12 @@ type Runtime struct {
 	// ResolutionHeaders are every resolution header (canonical form),
 	// removed from every forwarded request.
 	ResolutionHeaders []string
+	// AdminHeader is the header admin tokens travel in (canonical form),
+	// and AdminTokens the document's tokens by digest: a request to the
+	// proxy listener carrying one has it removed, so an admin credential
+	// never reaches an upstream or a mock.
+	AdminHeader string
+	AdminTokens map[config.TokenDigest]string
 }
 
 // Proxy is one compiled proxy.
@@ -104,7 +110,13 @@ func Compile(doc *config.Document) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{Document: doc, Revision: rev}
+	rt := &Runtime{Document: doc, Revision: rev, AdminHeader: textproto.CanonicalMIMEHeaderKey(string(doc.Admin.Auth.Header))}
+	if len(doc.Admin.Tokens) > 0 {
+		rt.AdminTokens = make(map[config.TokenDigest]string, len(doc.Admin.Tokens))
+		for _, t := range doc.Admin.Tokens {
+			rt.AdminTokens[config.DigestOf(string(t.Token))] = string(t.Name)
+		}
+	}
 	for i := range doc.Proxies {
 		p, err := compileProxy(&doc.Proxies[i])
 		if err != nil {

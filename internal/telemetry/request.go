@@ -31,6 +31,9 @@ type Exchange struct {
 	// Faults are the names of the faults that fired, in roll order.
 	Faults        []string
 	LatencyWaited time.Duration // the wait actually taken
+	// AdminTokenRemoved names the admin token the request carried to the
+	// proxy listener, removed before anything saw it; "" when none.
+	AdminTokenRemoved string
 }
 
 // Fired reports whether the fault of that name fired.
@@ -72,10 +75,14 @@ func (r *Exchange) attrs() []slog.Attr {
 			slog.Float64("upstream_duration_ms", Millis(r.UpstreamDuration)),
 		)
 	}
-	return append(attrs,
+	attrs = append(attrs,
 		slog.Bool("loss_injected", r.Fired("loss")),
 		slog.Float64("latency_injected_ms", Millis(r.LatencyWaited)),
 	)
+	if r.AdminTokenRemoved != "" {
+		attrs = append(attrs, slog.String("admin_token_removed", r.AdminTokenRemoved))
+	}
+	return attrs
 }
 
 // Millis is a duration in milliseconds with microsecond precision.
@@ -112,6 +119,10 @@ func appendRequestJSON(b []byte, now time.Time, r *Exchange) []byte {
 	b = strconv.AppendBool(b, r.Fired("loss"))
 	b = append(b, `,"latency_injected_ms":`...)
 	b = appendMillis(b, r.LatencyWaited)
+	if r.AdminTokenRemoved != "" {
+		b = append(b, `,"admin_token_removed":`...)
+		b = appendJSONString(b, r.AdminTokenRemoved)
+	}
 	return append(b, "}\n"...)
 }
 

@@ -1,0 +1,255 @@
+package main
+
+// The client's mistakes are the client's (SPEC §5.4, §9.7): stalled and
+// malformed bodies, odd request ids, a missing Host, and an admin token
+// sent to the proxy listener, all through the real binary.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// rawExchange sends raw bytes to addr and reads one answer; halfClose
+// shuts the client's side after sending.
+func rawExchange(t *testing.T, addr, request string, halfClose bool) (*http.Response, string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, request); err != nil {
+		t.Fatal(err)
+	}
+	if halfClose {
+		_ = c.(*net.TCPConn).CloseWrite()
+	}
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to %q: %v", request, err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	return res, string(body)
+}
+
+func envelopeCode(t *testing.T, body string) string {
+	t.Helper()
+	var e struct{ Status, Code, Message string }
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Status != "error" {
+		t.Fatalf("not the envelope: %q", body)
+	}
+	return e.Code
+}
+
+// seenHeaders is an upstream that answers with the headers it received.
+func seenHeaders(t *testing.T) string {
+	return upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = json.NewEncoder(w).Encode(r.Header)
+	}).URL
+}
+
+const bodyMock = `    timeout: 1
+    mocks:
+      - name: takes-body
+        request: {method: POST, url: "^/mock$", body: {a: .a}}
+        response: {status: 200, body: "a={{ a }}"}
+`
+
+func TestClientMistakesAreTheClients(t *testing.T) {
+	t.Parallel()
+	cfg := serveConfig(t, t.TempDir(), 0, 0, "proxies:\n"+proxyYAML("zeta", seenHeaders(t), "")+bodyMock)
+	_, addr := serveUp(t, cfg, nil)
+	for _, c := range []struct {
+		name, request string
+		halfClose     bool
+		status        int
+		code          string
+	}{
+		{"a malformed chunk, forwarded", "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", false, 400, "INVALID_REQUEST_BODY"},
+		{"a malformed chunk, to a mock", "POST /mock HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", false, 400, "INVALID_REQUEST_BODY"},
+		{"a body shorter than its Content-Length, forwarded", "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc", true, 400, "INVALID_REQUEST_BODY"},
+		{"a body shorter than its Content-Length, to a mock", "POST /mock HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc", true, 400, "INVALID_REQUEST_BODY"},
+		{"a transfer coding nobody can read", "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: bogus\r\n\r\nabc", false, 400, "INVALID_REQUEST_BODY"},
+		{"a stalled body, forwarded", "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc", false, 408, "REQUEST_TIMEOUT"},
+		{"a stalled body, to a mock", "POST /mock HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc", false, 408, "REQUEST_TIMEOUT"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, body := rawExchange(t, addr, c.request, c.halfClose)
+			if res.StatusCode != c.status || envelopeCode(t, body) != c.code {
+				t.Fatalf("%d %s, want %d %s", res.StatusCode, body, c.status, c.code)
+			}
+			if !res.Close {
+				t.Error("the connection stays open after a body that cannot be trusted")
+			}
+		})
+	}
+
+	t.Run("X-Request-ID over 200 bytes or not visible ASCII is replaced", func(t *testing.T) {
+		for _, id := range []string{strings.Repeat("a", 201), "two words", "caf\xc3\xa9"} {
+			res, _ := rawExchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nX-Request-ID: "+id+"\r\nConnection: close\r\n\r\n", false)
+			got := res.Header.Get("X-Request-Id")
+			if got == id || len(got) != 36 {
+				t.Errorf("id %.20q… came back as %q", id, got)
+			}
+		}
+		ok := strings.Repeat("b", 200)
+		if res, _ := rawExchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nX-Request-ID: "+ok+"\r\nConnection: close\r\n\r\n", false); res.Header.Get("X-Request-Id") != ok {
+			t.Error("a 200-byte id was not kept")
+		}
+	})
+
+	t.Run("HTTP/1.0 without Host claims no forwarded host", func(t *testing.T) {
+		_, body := rawExchange(t, addr, "GET /x HTTP/1.0\r\n\r\n", false)
+		var h http.Header
+		if err := json.Unmarshal([]byte(body), &h); err != nil {
+			t.Fatalf("%v: %s", err, body)
+		}
+		if v, ok := h["X-Forwarded-Host"]; ok {
+			t.Errorf("X-Forwarded-Host: %q", v)
+		}
+		if h.Get("X-Forwarded-For") == "" {
+			t.Error("the other forwarding headers went too")
+		}
+	})
+}
+
+// goroutines reads go_goroutines from the admin listener's metrics.
+func goroutines(t *testing.T, adminAddr string) int {
+	t.Helper()
+	r := mustGet(t, newClient(), "http://"+adminAddr+"/metrics", nil)
+	for l := range strings.SplitSeq(string(r.body), "\n") {
+		if v, ok := strings.CutPrefix(l, "go_goroutines "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	t.Fatal("no go_goroutines")
+	return 0
+}
+
+// TestStalledBodiesAreAnsweredAndFreed: 100 clients that send part of a
+// body and stop are each answered 408 and their connections closed within
+// the proxy's timeout, and nothing of theirs is left running.
+func TestStalledBodiesAreAnsweredAndFreed(t *testing.T) {
+	t.Parallel()
+	cfg := serveConfig(t, t.TempDir(), 0, 0, "proxies:\n"+proxyYAML("zeta", seenHeaders(t), "")+bodyMock)
+	p, addr := serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
+	adminAddr := lineField(p.waitLine("admin", 10*time.Second, func(l string) bool { return lineMsg(l) == "the admin API is listening" }), "admin_addr")
+	baseline := goroutines(t, adminAddr)
+
+	const clients = 100
+	start := time.Now()
+	var wg sync.WaitGroup
+	answers := make([]string, clients)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := "/x"
+			if i%2 == 1 {
+				path = "/mock"
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(15 * time.Second))
+			fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n{\"a\": ", path)
+			res, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				answers[i] = err.Error()
+				return
+			}
+			// The connection is closed after the answer.
+			rest, _ := io.ReadAll(res.Body)
+			extra, _ := io.ReadAll(c)
+			answers[i] = fmt.Sprintf("%d %v %s%s", res.StatusCode, res.Close, rest, extra)
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	for i, a := range answers {
+		if !strings.HasPrefix(a, "408 true ") || !strings.Contains(a, "REQUEST_TIMEOUT") {
+			t.Fatalf("client %d: %s", i, a)
+		}
+	}
+	// Each is bound by the proxy's timeout of 1 s (a read waits at most
+	// 10 s for a byte), not by the client.
+	if took > 6*time.Second {
+		t.Errorf("100 stalled clients took %v to be answered", took)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := goroutines(t, adminAddr)
+		if n <= baseline+2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines %d after the stalled clients, %d before", n, baseline)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAdminTokensStayOnTheAdminSide: the admin header carrying a
+// configured token (the document's or the environment's) is removed before
+// an upstream or a mock sees it; the log line names the token, never its
+// value; the same header with another value is the client's and passes.
+func TestAdminTokensStayOnTheAdminSide(t *testing.T) {
+	t.Parallel()
+	const stored = "0f8d3b2a-7c41-4e55-9a1e-6b2d8c4f1a90"
+	const fromEnv = "5a1c9e7d-2b44-4f0e-8d3a-1e6f7b9c2d80"
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("zeta", seenHeaders(t), "")+`    mocks:
+      - name: who
+        request: {method: GET, url: "^/who$", headers: {auth: X-Proxy-Authorization}}
+        response: {status: 200, body: "auth={{ auth | default('none') }}"}
+`)
+	src := readFile(t, cfg)
+	src = strings.Replace(src, "admin:\n", "admin:\n  tokens:\n    - {name: ops, group: admin, token: "+stored+"}\n", 1)
+	writeFile(t, dir, "main.yaml", src)
+	env := map[string]string{"DOPPEL_ADMIN_TOKENS": `{"ci": {"token": "` + fromEnv + `"}}`}
+	p, addr := serveUp(t, cfg, env)
+
+	c := newClient()
+	for _, tok := range []struct{ name, value string }{{"ops", stored}, {"ci", fromEnv}} {
+		r := mustGet(t, c, "http://"+addr+"/x", map[string]string{"X-Proxy-Authorization": "Bearer " + tok.value})
+		if strings.Contains(string(r.body), tok.value) || strings.Contains(string(r.body), "X-Proxy-Authorization") {
+			t.Errorf("the upstream saw %s's token: %s", tok.name, r.body)
+		}
+		if r := mustGet(t, c, "http://"+addr+"/who", map[string]string{"X-Proxy-Authorization": "Bearer " + tok.value}); string(r.body) != "auth=none" {
+			t.Errorf("a mock saw %s's token: %s", tok.name, r.body)
+		}
+	}
+	r := mustGet(t, c, "http://"+addr+"/x", map[string]string{"X-Proxy-Authorization": "Bearer the-upstreams-own"})
+	if !strings.Contains(string(r.body), "the-upstreams-own") {
+		t.Errorf("a value that is no admin token was removed: %s", r.body)
+	}
+	removed := map[string]int{}
+	p.waitLine("the request lines", 5*time.Second, func(l string) bool {
+		if lineMsg(l) == "request" {
+			if n := lineField(l, "admin_token_removed"); n != "" {
+				removed[n]++
+			}
+		}
+		return removed["ops"] == 2 && removed["ci"] == 2
+	})
+	for _, secret := range []string{stored, fromEnv} {
+		if strings.Contains(p.stdout(), secret) {
+			t.Fatalf("a token's value reached the log")
+		}
+	}
+}
