@@ -88,7 +88,7 @@ func (c *headerConn) capture(b []byte) {
 			}
 			return
 		}
-		if !informational(c.block) {
+		if !informational(c.block[:end]) {
 			c.block = c.block[:end]
 			c.capturing.Store(false)
 			return
@@ -120,7 +120,8 @@ func blockEnd(b []byte, from int) int {
 // informational reports a 1xx status line other than 101, which Go's
 // transport reads past to the final answer.
 func informational(block []byte) bool {
-	_, status, ok := bytes.Cut(block, []byte(" "))
+	line, _, _ := bytes.Cut(block, []byte("\n"))
+	_, status, ok := bytes.Cut(line, []byte(" "))
 	return ok && len(status) >= 3 && status[0] == '1' && string(status[:3]) != "101"
 }
 
