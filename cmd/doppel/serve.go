@@ -76,9 +76,17 @@ once. A configuration with violations is refused with every one listed.`,
 	fs.StringVar(&f.proxyAddr, "proxy-addr", "", "HOST:PORT for the proxy listener instead of server.host:server.port (env "+envProxyAddr+")")
 	fs.StringVar(&f.adminAddr, "admin-addr", "", "HOST:PORT for the admin listener instead of admin.host:admin.port (env "+envAdminAddr+")")
 	fs.StringVar(&f.socket, "socket", "", "the control socket instead of control.socket")
-	fs.StringVar(&f.seed, "seed", "", "make every fault roll a function of this seed and the request's X-Request-ID (env "+envSeed+")")
+	fs.StringVar(&f.seed, "seed", "", "make every fault roll a function of this seed, the request's X-Request-ID and the attempt: a retry with the same id is rolled anew (env "+envSeed+")")
 	fs.BoolVar(&f.watch, "watch", false, "with the file store, reload by itself when the document changes")
 	return cmd
+}
+
+// newMetrics makes the metrics and keeps doppel_proxy_mocks current.
+func newMetrics(doc *config.Document, ctl *change.Controller) *telemetry.Metrics {
+	metrics := telemetry.NewMetrics(version.Version, *doc.Admin.Dashboard)
+	publishMocks(metrics, nil, ctl.Runtime())
+	ctl.OnSwap(func(old, next *runtime.Runtime) { publishMocks(metrics, old, next) })
+	return metrics
 }
 
 // publishMocks republishes doppel_proxy_mocks for the runtime now in force;
@@ -126,7 +134,10 @@ func externalAddress(doc *config.Document, addr string, bound net.Addr) (*proxy.
 }
 
 // resolve applies the environment to serve's own flags and checks them.
-func (f *serveFlags) resolve(cmd *cobra.Command) error {
+func (f *serveFlags) resolve(cmd *cobra.Command, kind store.Kind) error {
+	if f.watch && kind != store.KindFile {
+		return usage("--watch is for the file store; with --store postgres every replica follows changes by itself")
+	}
 	if !cmd.Flags().Changed("seed") {
 		f.seed = os.Getenv(envSeed)
 	}
@@ -165,22 +176,17 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := f.resolve(cmd); err != nil {
+	if err := f.resolve(cmd, opts.Kind); err != nil {
 		return err
-	}
-	if f.watch && opts.Kind != store.KindFile {
-		return usage("--watch is for the file store; with --store postgres every replica follows changes by itself")
 	}
 	goruntime.GOMAXPROCS(f.workers)
 	doc, pg, err := loadDocument(opts)
 	if err != nil {
 		return err
 	}
-	st, err := openStore(opts, doc, pg)
-	if err != nil {
-		return err
+	if pg != nil {
+		defer pg.Close() // also when startup fails before the store is open; closing twice is harmless
 	}
-	defer st.Close()
 	logger, reporter, err := startTelemetry(doc, stdout)
 	if err != nil {
 		return err
@@ -191,24 +197,30 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	st, err := openStore(opts, doc, pg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	rt, err := runtime.Compile(doc)
 	if err != nil {
 		return failed("cannot compile the configuration: %v", err)
 	}
 	holder := runtime.NewHolder(rt)
 	ctl := change.New(holder, st, logger)
-	metrics := telemetry.NewMetrics(version.Version, *doc.Admin.Dashboard)
-	publishMocks(metrics, nil, rt)
-	ctl.OnSwap(func(old, next *runtime.Runtime) { publishMocks(metrics, old, next) })
+	metrics := newMetrics(doc, ctl)
 
 	following, stopFollowing := context.WithCancel(context.Background())
 	defer stopFollowing()
 	// Live propagation: the database announces every replica's writes;
 	// the file is followed when asked (--watch).
 	if w, ok := st.(store.Watcher); ok && (opts.Kind == store.KindPostgres || f.watch) {
-		if err := ctl.Follow(following, w); err != nil {
-			return failed("cannot follow %s: %v", w.Describe(), err)
+		stopped, err := ctl.Follow(following, w)
+		if err != nil {
+			return failed("cannot watch %s: %v", w.Describe(), err)
 		}
+		// Before the store closes: a reload under way finishes first.
+		defer func() { stopFollowing(); <-stopped }()
 	}
 	ctlSrv, err := control.Listen(cmp.Or(f.socket, string(doc.Control.Socket)), ctl, tokenNames(envTokens))
 	if err != nil {
@@ -342,15 +354,12 @@ func tokenNames(tokens []admin.Token) []config.Name {
 }
 
 // openStore creates the template directory and opens the store the
-// document came from (pg, when it is the database), for the changes to
-// come. A database's template files are written out before anything
-// serves.
+// document came from (pg, when it is the database, already open), for the
+// changes to come. A database's template files are written out before
+// anything serves.
 func openStore(opts store.Options, doc *config.Document, pg *postgres.Store) (store.Store, error) {
 	dir := string(doc.Templates.Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		if pg != nil {
-			pg.Close()
-		}
 		return nil, failed("cannot create the template directory: %v", err)
 	}
 	if pg == nil {
@@ -362,7 +371,6 @@ func openStore(opts store.Options, doc *config.Document, pg *postgres.Store) (st
 	}
 	pg.SetTemplates(dir)
 	if err := pg.Materialize(context.Background()); err != nil {
-		pg.Close()
 		return nil, failed("cannot write the template files: %v", err)
 	}
 	return pg, nil

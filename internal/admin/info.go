@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/store"
 )
@@ -51,7 +52,16 @@ func (s *Server) uploadTemplate(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a template file is at most %d bytes (admin.upload.limit)", limit))
 		return
 	}
-	if err := s.ctl.WriteTemplate(r.Context(), name, file, content); err != nil {
+	// Checked again under the change lock: a write may have renamed the
+	// proxy or dropped the mock while the body came in.
+	switch err := s.ctl.WriteTemplate(r.Context(), name, file, content); {
+	case errors.Is(err, change.ErrNoSuchProxy):
+		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+		return
+	case errors.Is(err, change.ErrNotDeclared):
+		apierr.Write(w, apierr.TemplateNotDeclared, "no mock of proxy "+name+" names "+file+" in response.template")
+		return
+	case err != nil:
 		apierr.Write(w, apierr.StoreError, err.Error())
 		return
 	}

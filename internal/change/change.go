@@ -195,7 +195,9 @@ func (c *Controller) Write(ctx context.Context, edit func(doc *config.Document) 
 			return nil, &NotPromoted{Err: err}
 		}
 		c.swap(rt)
-		c.followTemplates(ctx, before, doc, moves)
+		// The configuration is in force: its files follow even when the
+		// caller stops waiting.
+		c.followTemplates(context.WithoutCancel(ctx), before, doc, moves)
 		return rt, nil
 	}
 	return nil, &Conflict{Reason: "the configuration kept changing under this write; try again"}
@@ -240,6 +242,7 @@ func (c *Controller) followTemplates(ctx context.Context, before map[string]conf
 func (c *Controller) prune(ctx context.Context, p *config.Proxy) {
 	files, err := c.store.Templates(ctx, string(p.Name))
 	if err != nil {
+		c.log.Error("listing template files to remove unused ones failed", "proxy", string(p.Name), "error", err.Error())
 		return
 	}
 	for _, f := range files {
@@ -256,11 +259,27 @@ func (c *Controller) Templates(ctx context.Context, proxy string) ([]store.Templ
 	return c.store.Templates(ctx, proxy)
 }
 
+// Refusals of a template upload by the configuration in force.
+var (
+	ErrNoSuchProxy = errors.New("no such proxy")
+	ErrNotDeclared = errors.New("no mock of the proxy names the file")
+)
+
 // WriteTemplate stores a template file, replacing one of that name; the
-// next request of a mock naming it reads it.
+// next request of a mock naming it reads it. Under the lock, the proxy
+// must exist and one of its mocks name the file (ErrNoSuchProxy,
+// ErrNotDeclared): an upload that raced a rename or an edit dropping the
+// mock leaves no file nothing would prune.
 func (c *Controller) WriteTemplate(ctx context.Context, proxy, name string, content []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	p := c.holder.Load().Document.Proxy(proxy)
+	switch {
+	case p == nil:
+		return fmt.Errorf("proxy %s: %w", proxy, ErrNoSuchProxy)
+	case !p.Declares(name):
+		return fmt.Errorf("proxy %s, file %s: %w", proxy, name, ErrNotDeclared)
+	}
 	return c.store.WriteTemplate(ctx, proxy, name, content)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/store"
 	"github.com/doppelproxy/doppel/internal/store/file"
+	"github.com/doppelproxy/doppel/internal/telemetry"
 )
 
 const doc = `server: {host: 127.0.0.1, port: 8080}
@@ -82,10 +83,22 @@ func (f *fixture) files(t *testing.T, proxy string) []string {
 func TestTemplateFilesFollowWrites(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	for _, w := range [][2]string{{"zeta", "a.j2"}, {"zeta", "b.j2"}, {"alpha", "c.j2"}, {"alpha", "stray.j2"}} {
+	for _, w := range [][2]string{{"zeta", "a.j2"}, {"zeta", "b.j2"}, {"alpha", "c.j2"}} {
 		if err := f.ctl.WriteTemplate(ctx, w[0], w[1], []byte("x")); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A file put there by hand, which no mock names.
+	if err := f.st.WriteTemplate(ctx, "alpha", "stray.j2", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// Uploads are checked against the configuration in force, under the
+	// lock: a proxy that is not there, a file no mock names.
+	if err := f.ctl.WriteTemplate(ctx, "omega", "a.j2", nil); !errors.Is(err, ErrNoSuchProxy) {
+		t.Errorf("an upload to a missing proxy: %v", err)
+	}
+	if err := f.ctl.WriteTemplate(ctx, "alpha", "stray.j2", nil); !errors.Is(err, ErrNotDeclared) {
+		t.Errorf("an upload no mock names: %v", err)
 	}
 	// zeta drops mock b and is renamed omega; alpha is left alone.
 	_, err := f.ctl.Write(ctx, func(d *config.Document) error {
@@ -152,9 +165,9 @@ func TestTemplateWritesWaitForAChange(t *testing.T) {
 // feed is a store.Watcher the test drives.
 type feed struct{ changed func(string) bool }
 
-func (f *feed) Watch(_ context.Context, _ *slog.Logger, changed func(string) bool) error {
+func (f *feed) Watch(_ context.Context, _ *slog.Logger, changed func(string) bool) (<-chan struct{}, error) {
 	f.changed = changed
-	return nil
+	return nil, nil
 }
 func (f *feed) Describe() string { return "the test" }
 
@@ -179,7 +192,7 @@ func TestFollowReloadsWhatChangedElsewhere(t *testing.T) {
 	st := &failing{Store: f.st}
 	f.ctl.store = st
 	w := &feed{}
-	if err := f.ctl.Follow(context.Background(), w); err != nil {
+	if _, err := f.ctl.Follow(context.Background(), w); err != nil {
 		t.Fatal(err)
 	}
 	before := f.ctl.Runtime()
@@ -191,8 +204,17 @@ func TestFollowReloadsWhatChangedElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.fail = true
-	if w.changed("") {
-		t.Fatal("a failed load was reported done: it would not be tried again")
+	var logged strings.Builder
+	log := telemetry.NewLogger(&logged, "info", "json")
+	f.ctl.log = log
+	for range 3 {
+		if w.changed("") {
+			t.Fatal("a failed load was reported done: it would not be tried again")
+		}
+	}
+	log.Flush()
+	if n := strings.Count(logged.String(), "could not be loaded"); n != 1 {
+		t.Fatalf("a failure that repeats is logged %d times, want once:\n%s", n, logged.String())
 	}
 	st.fail = false
 	if !w.changed("") || f.ctl.Runtime().Proxies[0].Upstream.Port() != "9009" {

@@ -14,10 +14,12 @@ import (
 // one in force (this process's own write) costs nothing. An invalid
 // document is refused whole and logged with every violation, and the
 // running configuration stays until the next change; any other failure (a
-// connection the database dropped) may pass, and is tried again. It
-// returns once w is watching.
-func (c *Controller) Follow(ctx context.Context, w store.Watcher) error {
+// connection the database dropped) may pass, and is tried again, logged
+// once while it stays the same. stopped is closed once following has
+// ended, after ctx did.
+func (c *Controller) Follow(ctx context.Context, w store.Watcher) (stopped <-chan struct{}, err error) {
 	where := w.Describe()
+	failing := "" // the failure last logged, while it repeats
 	return w.Watch(ctx, c.log.Logger, func(revision string) bool {
 		if revision != "" && revision == string(c.holder.Load().Revision) {
 			return true
@@ -26,12 +28,17 @@ func (c *Controller) Follow(ctx context.Context, w store.Watcher) error {
 		if err != nil {
 			var inv *config.Invalid
 			if errors.As(err, &inv) {
+				failing = ""
 				c.log.Warn("the edited configuration is rejected; the running one stays", "source", where, "violations", inv.Lines())
 				return true
 			}
-			c.log.Warn("a change in "+where+" could not be loaded; the running configuration is unchanged", "error", err.Error(), "retrying", true)
+			if msg := err.Error(); msg != failing {
+				failing = msg
+				c.log.Warn("a change in "+where+" could not be loaded; the running configuration is unchanged", "error", msg, "retrying", true)
+			}
 			return false
 		}
+		failing = ""
 		c.log.Info("reloaded after a change in "+where, "revision", string(res.Runtime.Revision), "proxies", len(res.Runtime.Proxies))
 		return true
 	})

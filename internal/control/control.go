@@ -1,8 +1,8 @@
 // Package control is the control socket: a Unix socket that carries
 // `doppel config reload` and `doppel token add` to a running serve. Each
 // connection carries one JSON request line and one JSON response line.
-// Both commands go through the runtime Controller, so they share the lock
-// of every admin API write.
+// Both commands go through change.Controller, so they share the lock of
+// every admin API write.
 package control
 
 import (

@@ -1,61 +1,79 @@
 package fault
 
 import (
-	"hash/maphash"
+	"hash/fnv"
 	"sync"
+	"sync/atomic"
 )
 
 // MaxAttemptIDs is how many request ids a proxy remembers for counting
-// attempts; the oldest is forgotten first.
+// attempts: an id is forgotten once this many newer ids have been seen for
+// the first time since it was.
 const MaxAttemptIDs = 100_000
 
 // attemptShards spread the ids over locks of their own, so that no lock
 // is shared by all the requests of a proxy.
 const attemptShards = 64
 
-const perShard = (MaxAttemptIDs + attemptShards - 1) / attemptShards
-
 // Attempts counts how often a proxy has seen each request id, so that a
-// retry (the same X-Request-ID again) is a new attempt under a seed. Ids
-// are kept as 64-bit hashes, so a long id costs no more than a short one;
-// each shard forgets its oldest id when full. The zero value is not
-// ready: use NewAttempts.
+// retry (the same X-Request-ID again) is a new attempt under a seed. Every
+// new id takes the next number of one sequence; an id whose number is
+// MaxAttemptIDs or more behind the latest is forgotten, so the window is
+// exact and the same in every process that sees the same ids. Ids are kept
+// as 64-bit hashes, so a long id costs no more than a short one. Each shard
+// drops its forgotten ids as it takes new ones: at most about twice
+// MaxAttemptIDs entries are held. The zero value is ready.
 type Attempts struct {
-	seed   maphash.Seed
+	seq    atomic.Uint64 // numbers handed to new ids so far
 	shards [attemptShards]attemptShard
 }
 
 type attemptShard struct {
 	mu    sync.Mutex
-	seen  map[uint64]uint32
-	order []uint64 // a ring of the ids in seen, oldest at next once full
-	next  int
+	seen  map[uint64]attempt
+	order []numbered // ids in the order they were numbered, oldest first
+	_     [24]byte   // a shard to a cache line of its own
+}
+
+type attempt struct {
+	n   uint32 // attempts counted
+	num uint64 // the id's number in the sequence
+}
+
+type numbered struct {
+	id  uint64
+	num uint64
 }
 
 // NewAttempts makes an empty memory of attempts.
-func NewAttempts() *Attempts { return &Attempts{seed: maphash.MakeSeed()} }
+func NewAttempts() *Attempts { return &Attempts{} }
 
-// Next returns how many times id was seen before (0 the first time) and
-// counts this time.
+// Next returns how many times id was seen before (0 the first time, or
+// once it is forgotten) and counts this time.
 func (a *Attempts) Next(id string) uint32 {
-	h := maphash.String(a.seed, id)
-	s := &a.shards[h%attemptShards]
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	key := h.Sum64()
+	s := &a.shards[key%attemptShards]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n, ok := s.seen[h]; ok {
-		s.seen[h] = n + 1
-		return n
+	if e, ok := s.seen[key]; ok && a.seq.Load()-e.num < MaxAttemptIDs {
+		s.seen[key] = attempt{n: e.n + 1, num: e.num}
+		return e.n
 	}
+	// Numbered under the shard's lock, so a shard's order is its numbers'.
+	num := a.seq.Add(1)
+	drop := 0
+	for drop < len(s.order) && num-s.order[drop].num >= MaxAttemptIDs {
+		if e := s.seen[s.order[drop].id]; e.num == s.order[drop].num {
+			delete(s.seen, s.order[drop].id)
+		}
+		drop++
+	}
+	s.order = append(s.order[drop:], numbered{id: key, num: num})
 	if s.seen == nil {
-		s.seen = make(map[uint64]uint32)
+		s.seen = make(map[uint64]attempt)
 	}
-	if len(s.order) < perShard {
-		s.order = append(s.order, h)
-	} else {
-		delete(s.seen, s.order[s.next])
-		s.order[s.next] = h
-		s.next = (s.next + 1) % perShard
-	}
-	s.seen[h] = 1
+	s.seen[key] = attempt{n: 1, num: num}
 	return 0
 }

@@ -69,7 +69,10 @@ type Exchange interface {
 	// headers wait until d after the request arrived.
 	Delay(d time.Duration)
 	// Wrap puts a writer of the fault's in front of the answer's: an On
-	// fault shapes what the answer writes.
+	// fault shapes what the answer writes. The wrapper must have an
+	// Unwrap() http.ResponseWriter returning what it wraps, so that
+	// flushing and deadlines (http.ResponseController) reach the
+	// connection through it.
 	Wrap(func(http.ResponseWriter) http.ResponseWriter)
 	// Fired records that the fault of that name fired (the log line, the
 	// metrics).

@@ -28,12 +28,17 @@ type Kind struct {
 var kinds []Kind
 
 func register(k Kind) {
+	for _, r := range k.Rolls {
+		if r == RollReplace {
+			panic(fmt.Sprintf("fault: %s rolls %d, replace's roll", k.Name, r))
+		}
+	}
 	for _, other := range kinds {
 		if other.Name == k.Name {
 			panic("fault: two kinds named " + k.Name)
 		}
 		for _, r := range k.Rolls {
-			if slices.Contains(other.Rolls, r) || r == RollReplace {
+			if slices.Contains(other.Rolls, r) {
 				panic(fmt.Sprintf("fault: %s and %s both roll %d", k.Name, other.Name, r))
 			}
 		}

@@ -4,7 +4,9 @@ import "math/rand/v2"
 
 // Roll names which decision a draw is for. Each fault's file declares the
 // rolls it makes; registering two faults with one roll is refused, so no
-// two decisions ever share a draw.
+// two decisions ever share a draw. A roll's number is hashed into seeded
+// draws: renumbering one changes what every seed replays, so numbers are
+// never reused or changed.
 type Roll uint8
 
 // The rolls that are not a fault's own.

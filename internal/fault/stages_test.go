@@ -105,27 +105,40 @@ func TestAttemptsCountEachIDAndForgetTheOldest(t *testing.T) {
 	if a.Next("order-2") != 0 {
 		t.Fatal("another id shares the count")
 	}
-	// Far more ids than are remembered: memory stays bounded, and the
-	// first ones are forgotten (their next attempt counts as a first).
-	for i := range 3 * MaxAttemptIDs {
+	// The window is exact: order-2 is remembered while fewer than
+	// MaxAttemptIDs newer ids have come, forgotten once that many have.
+	for i := range MaxAttemptIDs - 1 {
 		a.Next(fmt.Sprintf("flood-%d", i))
+	}
+	if a.Next("order-2") != 1 {
+		t.Fatal("an id was forgotten before MaxAttemptIDs newer ones came")
+	}
+	a.Next("flood-last")
+	if a.Next("order-2") != 0 {
+		t.Fatal("an id was remembered after MaxAttemptIDs newer ones came")
+	}
+	// Far more ids than are remembered: what is held stays bounded.
+	for i := range 3 * MaxAttemptIDs {
+		a.Next(fmt.Sprintf("more-%d", i))
 	}
 	held := 0
 	for i := range a.shards {
 		held += len(a.shards[i].seen)
-		if len(a.shards[i].order) > perShard {
-			t.Fatalf("shard %d holds %d ids", i, len(a.shards[i].order))
-		}
 	}
-	if held > MaxAttemptIDs+attemptShards {
+	if held > 2*MaxAttemptIDs {
 		t.Fatalf("%d ids held, bound %d", held, MaxAttemptIDs)
 	}
-	if a.Next("order-1") != 0 {
-		t.Fatal("the oldest id was not forgotten")
-	}
-	last := fmt.Sprintf("flood-%d", 3*MaxAttemptIDs-1)
-	if a.Next(last) != 1 {
-		t.Fatal("the newest id was forgotten")
+}
+
+// TestAttemptsAreTheSameInEveryProcess: two memories fed the same ids in
+// the same order count the same attempts, id for id, also past the window.
+func TestAttemptsAreTheSameInEveryProcess(t *testing.T) {
+	a, b := NewAttempts(), NewAttempts()
+	for i := range 3 * MaxAttemptIDs {
+		id := fmt.Sprintf("id-%d", (i*7919)%(MaxAttemptIDs+MaxAttemptIDs/2))
+		if x, y := a.Next(id), b.Next(id); x != y {
+			t.Fatalf("request %d (%s): attempt %d here, %d there", i, id, x, y)
+		}
 	}
 }
 
@@ -156,6 +169,40 @@ func BenchmarkAttempts(b *testing.B) {
 		for pb.Next() {
 			a.Next(ids[i%len(ids)])
 			i++
+		}
+	})
+}
+
+// TestFirstAttemptsRollAsBefore pins seeded draws of first attempts to the
+// values they had before attempts were counted (computed with that
+// version): a seed replays the same first answers across versions.
+func TestFirstAttemptsRollAsBefore(t *testing.T) {
+	s := NewSeeded("ci-1234")
+	for _, c := range []struct {
+		k    Key
+		want float64
+	}{
+		{Key{Proxy: "zeta", RequestID: "run-000", Roll: RollReplace}, 0.7612197379878404},
+		{Key{Proxy: "zeta", Mock: "mm", RequestID: "run-000", Roll: RollLoss}, 0.23781659538789213},
+		{Key{Proxy: "zeta", RequestID: "run-001", Roll: RollLatency}, 0.6367821440825625},
+		{Key{Proxy: "zeta", RequestID: "run-001", Roll: RollLatencyDraw}, 0.4194715975265889},
+	} {
+		if got := s.Float64(c.k); got != c.want {
+			t.Errorf("%+v: %v, want %v", c.k, got, c.want)
+		}
+	}
+}
+
+// go test ./internal/fault -run '^$' -bench Inject -benchmem
+func BenchmarkInject(b *testing.B) {
+	set := Set{&Loss{Percentage: 0.1, Status: 503}, &Latency{Percentage: 0.5, Min: time.Millisecond, Max: 5 * time.Millisecond}}
+	k := Key{Proxy: "zeta", RequestID: "0d7e9a2c-5b1f-4c9e-8a43-2f6d1b7c9e01"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		x := &recorder{ResponseRecorder: httptest.NewRecorder()}
+		for pb.Next() {
+			x.fired = x.fired[:0]
+			set.Inject(Random{}, k, x)
 		}
 	})
 }

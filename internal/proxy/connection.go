@@ -73,6 +73,20 @@ func (c *headerConn) arm() {
 	c.capturing.Store(true)
 }
 
+// release lets go of the kept block once the answer has been read: a
+// large one entirely, so that no idle connection holds more than
+// keptBlockCap for the next answer.
+func (c *headerConn) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.capturing.Store(false)
+	if cap(c.block) > keptBlockCap {
+		c.block = nil
+	} else {
+		c.block = c.block[:0]
+	}
+}
+
 func (c *headerConn) capture(b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -197,6 +211,8 @@ func dialHeaderConn(d *net.Dialer) func(context.Context, string, string) (net.Co
 // http/1.1 before its first dial), the server name from addr, and t's
 // TLSHandshakeTimeout. An h2 connection is returned bare: HTTP/2 has no
 // Connection field, and the transport speaks h2 only over a *tls.Conn.
+// (The transport records TLS state only for a bare *tls.Conn, so an
+// HTTP/1 answer over TLS has res.TLS nil; nothing here reads it.)
 func dialTLS(t *http.Transport, d *net.Dialer) func(context.Context, string, string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		cfg := new(tls.Config)

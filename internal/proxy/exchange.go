@@ -158,9 +158,8 @@ func (ex *exchange) Flush() {
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
 	}
-	if f, ok := ex.w.(http.Flusher); ok {
-		f.Flush()
-	}
+	// Through whatever wraps the connection's writer (a fault's: Wrap).
+	_ = http.NewResponseController(ex.w).Flush()
 }
 
 func (ex *exchange) Unwrap() http.ResponseWriter { return ex.w }

@@ -139,6 +139,10 @@ func (h *Handler) modifyResponse(res *http.Response) error {
 		res.Header["Connection"] == nil && ex.upstreamConn != nil {
 		ex.upstreamConn.dropConnectionNamed(res.Header)
 	}
+	if ex.upstreamConn != nil {
+		// An idle connection holds no block.
+		ex.upstreamConn.release()
+	}
 
 	c := ex.proxy.Config
 	loc := res.Header.Get("Location")

@@ -101,7 +101,8 @@ func New(h *runtime.Holder, opts Options) *Handler {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex := &exchange{w: w, conn: w, req: r, start: time.Now()}
-	ex.rec = telemetry.Exchange{RequestID: h.requestID(r), Method: r.Method, Path: loggedPath(r)}
+	id, minted := h.requestID(r)
+	ex.rec = telemetry.Exchange{RequestID: id, Method: r.Method, Path: loggedPath(r)}
 	defer h.finish(ex)
 	rt := h.runtime.Load()
 
@@ -119,7 +120,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 3. A mock that matches and wins its replace roll answers; one that
 	//    loses is as if it did not match.
 	key := fault.Key{Proxy: p.Name, RequestID: ex.rec.RequestID}
-	if h.attempts {
+	if h.attempts && !minted {
+		// An id Doppel minted never comes back: only the client's count.
 		key.Attempt = p.Attempts.Next(ex.rec.RequestID)
 	}
 	m, sub := h.choose(ex, p, key)
@@ -198,15 +200,16 @@ func loggedPath(r *http.Request) string {
 // logged, sent upstream and, under a seed, hashed into every roll.
 const maxRequestID = 200
 
-// requestID reuses the client's X-Request-ID or mints a UUID v4. An id
-// longer than maxRequestID bytes, or with a byte outside visible ASCII, is
-// replaced, and the debug log says why (not what it was).
-func (h *Handler) requestID(r *http.Request) string {
+// requestID reuses the client's X-Request-ID or mints a UUID v4 (minted
+// says which). An id longer than maxRequestID bytes, or with a byte
+// outside visible ASCII, is replaced, and the debug log says why (not what
+// it was).
+func (h *Handler) requestID(r *http.Request) (id string, minted bool) {
 	v := r.Header[headerRequestID]
 	if len(v) == 0 || v[0] == "" {
-		return newRequestID()
+		return newRequestID(), true
 	}
-	id := v[0]
+	id = v[0]
 	why := ""
 	switch {
 	case len(id) > maxRequestID:
@@ -214,11 +217,11 @@ func (h *Handler) requestID(r *http.Request) string {
 	case !visibleASCII(id):
 		why = "it holds a byte outside visible ASCII"
 	default:
-		return id
+		return id, false
 	}
-	minted := newRequestID()
-	h.log.Debug("the client's X-Request-ID is replaced by a new one", "request_id", minted, "reason", why)
-	return minted
+	id = newRequestID()
+	h.log.Debug("the client's X-Request-ID is replaced by a new one", "request_id", id, "reason", why)
+	return id, true
 }
 
 func visibleASCII(s string) bool {

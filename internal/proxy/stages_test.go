@@ -20,6 +20,8 @@ func (shout) Act(x fault.Exchange, _ fault.Draw) {
 
 type shouting struct{ http.ResponseWriter }
 
+func (s shouting) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 func (s shouting) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write([]byte(strings.ToUpper(string(b))))
 }

@@ -49,13 +49,15 @@ type Materializer interface {
 // Watcher is a store that can tell when its configuration changed behind
 // this process: another replica's write, an edit of the file.
 type Watcher interface {
-	// Watch calls changed after each change, debounced, until ctx ends;
-	// revision is the revision the change announced, or "" when the store
-	// cannot tell (a file, a catch-up after a lost connection). When
-	// changed reports that it is not done (a load failed for a reason that
-	// may pass) it is called again, backing off, until it is or another
-	// change comes. Watch returns once watching has started.
-	Watch(ctx context.Context, log *slog.Logger, changed func(revision string) (done bool)) error
+	// Watch calls changed after each change, debounced, from one goroutine
+	// of its own, until ctx ends; revision is the revision the change
+	// announced, or "" when the store cannot tell (a file, a catch-up after
+	// a lost connection). When changed reports that it is not done (a load
+	// failed for a reason that may pass) it is called again, backing off,
+	// until it is or another change comes. stopped is closed once that
+	// goroutine has returned, after ctx ended. An error means nothing is
+	// watched.
+	Watch(ctx context.Context, log *slog.Logger, changed func(revision string) (done bool)) (stopped <-chan struct{}, err error)
 	// Describe names what is watched, for log lines ("the database").
 	Describe() string
 }

@@ -2,6 +2,7 @@ package file
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -24,26 +25,28 @@ const (
 )
 
 // Describe names what Watch follows.
-func (s *Store) Describe() string { return "the configuration file" }
+func (s *Store) Describe() string { return "the configuration file " + s.path }
 
 // Watch calls changed("") after the document changes, however it is
 // written: in place, or to a temporary file renamed over it (which is why
 // its directory is watched, not the file). Events are debounced. It stops
 // when ctx ends.
-func (s *Store) Watch(ctx context.Context, log *slog.Logger, changed func(revision string) bool) error {
+func (s *Store) Watch(ctx context.Context, log *slog.Logger, changed func(revision string) bool) (<-chan struct{}, error) {
 	abs, err := filepath.Abs(s.path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := w.Add(filepath.Dir(abs)); err != nil {
 		w.Close()
-		return err
+		return nil, fmt.Errorf("%s: %w", filepath.Dir(abs), err)
 	}
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		defer w.Close()
 		var fire, retry <-chan time.Time
 		pause := retryFirst
@@ -82,5 +85,5 @@ func (s *Store) Watch(ctx context.Context, log *slog.Logger, changed func(revisi
 			}
 		}
 	}()
-	return nil
+	return stopped, nil
 }

@@ -10,10 +10,15 @@ import (
 )
 
 // Watch follows this configuration's writes by any replica (Listen) in
-// the background until ctx ends.
-func (s *Store) Watch(ctx context.Context, log *slog.Logger, changed func(revision string) bool) error {
-	go Listen(ctx, s.url, s.name, log, changed)
-	return nil
+// the background until ctx ends. The database may be unreachable when it
+// starts: Listen keeps trying, so there is no error to return.
+func (s *Store) Watch(ctx context.Context, log *slog.Logger, changed func(revision string) bool) (<-chan struct{}, error) {
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		Listen(ctx, s.url, s.name, log, changed)
+	}()
+	return stopped, nil
 }
 
 // Describe names what Watch follows.
