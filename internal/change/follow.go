@@ -24,6 +24,7 @@ func (c *Controller) Follow(ctx context.Context, w store.Watcher) (stopped <-cha
 		if revision != "" && revision == string(c.holder.Load().Revision) {
 			return true
 		}
+		before := c.holder.Load().Revision
 		res, err := c.Reload(ctx)
 		if err != nil {
 			var inv *config.Invalid
@@ -39,6 +40,11 @@ func (c *Controller) Follow(ctx context.Context, w store.Watcher) (stopped <-cha
 			return false
 		}
 		failing = ""
+		if res.Runtime.Revision == before {
+			// A catch-up that found nothing new.
+			c.log.Debug("the configuration in "+where+" is the one in force", "revision", string(before))
+			return true
+		}
 		c.log.Info("reloaded after a change in "+where, "revision", string(res.Runtime.Revision), "proxies", len(res.Runtime.Proxies))
 		return true
 	})

@@ -28,7 +28,9 @@ func (s *Store) Describe() string { return "the database" }
 // calls changed with the revision a write announced, debounced: a burst
 // of writes is one call. When the database goes away it keeps trying to
 // reconnect (the running configuration keeps serving meanwhile), and after
-// a reconnect it calls changed("") once to catch up with what it missed.
+// every connect it calls changed("") once to catch up with what it missed:
+// after a reconnect, and after the first too, since the database may have
+// been written (or gone away) between the load at startup and the LISTEN.
 // changed reports whether it is done; when it is not (the load failed for
 // a reason that may pass, such as a pooled connection the restart killed)
 // it is called again, backing off, until it is or another write comes.
@@ -61,7 +63,7 @@ func Listen(ctx context.Context, url, name string, log *slog.Logger, changed fun
 		if !first {
 			log.Info("listening for configuration changes again; catching up")
 		}
-		err = wait(ctx, conn, changed, !first)
+		err = wait(ctx, conn, changed)
 		first = false
 		conn.Close(context.Background())
 		if ctx.Err() == nil {
@@ -80,7 +82,7 @@ const (
 	retryMost  = 5 * time.Second
 )
 
-func wait(ctx context.Context, conn *pgx.Conn, changed func(string) bool, catchUp bool) error {
+func wait(ctx context.Context, conn *pgx.Conn, changed func(string) bool) error {
 	notes := make(chan string, 64)
 	failed := make(chan error, 1)
 	go func() {
@@ -103,9 +105,7 @@ func wait(ctx context.Context, conn *pgx.Conn, changed func(string) bool, catchU
 		retry = time.After(pause)
 		pause = min(pause*2, retryMost)
 	}
-	if catchUp {
-		call()
-	}
+	call()
 	for {
 		select {
 		case p := <-notes:
