@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -16,7 +17,9 @@ import (
 
 func newConfigCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "config",
+		Use: "config",
+		Example: `  doppel config validate --config main.yaml
+  doppel config schema > doppel-config.schema.json`,
 		Short: "Check, print and move configurations",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -30,7 +33,9 @@ func newConfigCmd() *cobra.Command {
 func newValidateCmd() *cobra.Command {
 	var flags storeFlags
 	cmd := &cobra.Command{
-		Use:   "validate",
+		Use: "validate",
+		Example: `  doppel config validate --config main.yaml
+  doppel config validate --store postgres --database-url "$DOPPEL_DATABASE_URL"`,
 		Short: "Check a configuration and list every violation, one per line with its path",
 		Long: `Check a configuration and list every violation, one per line with its path.
 
@@ -83,6 +88,10 @@ func readDocument(opts store.Options) ([]byte, error) {
 		return src, nil
 	}
 	src, err := os.ReadFile(opts.ConfigPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, failed("there is no configuration at %s: point --config (or %s) at one, for example --config examples/main.yaml from the repository, or write one (docs/getting-started.md)",
+			opts.ConfigPath, store.EnvConfigPath)
+	}
 	if err != nil {
 		return nil, failed("cannot read the configuration: %v", err)
 	}
@@ -91,9 +100,10 @@ func readDocument(opts store.Options) ([]byte, error) {
 
 func newSchemaCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "schema",
-		Short: "Print the configuration's JSON Schema (2020-12); reads nothing",
-		Args:  cobra.NoArgs,
+		Use:     "schema",
+		Example: `  doppel config schema > doppel-config.schema.json`,
+		Short:   "Print the configuration's JSON Schema (2020-12); reads nothing",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return write(cmd, string(config.Schema()))
 		},
@@ -104,7 +114,9 @@ func newReloadCmd() *cobra.Command {
 	var flags storeFlags
 	var socket string
 	cmd := &cobra.Command{
-		Use:   "reload",
+		Use: "reload",
+		Example: `  doppel config reload --config main.yaml
+  doppel config reload --socket /tmp/doppel.sock`,
 		Short: "Make a running doppel serve reload its configuration",
 		Long: `Make a running doppel serve reload its configuration, over the control socket.
 

@@ -55,7 +55,9 @@ func newMigrateCmd() *cobra.Command {
 	var f databaseFlags
 	var status bool
 	cmd := &cobra.Command{
-		Use:   "migrate",
+		Use: "migrate",
+		Example: `  doppel config migrate --database-url postgres://doppel@db/doppel
+  doppel config migrate --database-url postgres://doppel@db/doppel --status`,
 		Short: "Apply the database migrations embedded in this binary",
 		Long: `Apply the database migrations embedded in this binary; running it again applies none.
 
@@ -112,7 +114,9 @@ func newPushCmd() *cobra.Command {
 	var f databaseFlags
 	var path, ifRevision string
 	cmd := &cobra.Command{
-		Use:   "push",
+		Use: "push",
+		Example: `  doppel config push --config main.yaml --database-url postgres://doppel@db/doppel
+  doppel config push --config main.yaml --database-url postgres://doppel@db/doppel --config-name staging --if-revision 3f2a9c1d0b7e4a56`,
 		Short: "Validate a YAML document and write it to PostgreSQL",
 		Long: `Validate a YAML document and write it to PostgreSQL as configuration --config-name.
 
@@ -187,7 +191,9 @@ func newPullCmd() *cobra.Command {
 	var f databaseFlags
 	var output string
 	cmd := &cobra.Command{
-		Use:   "pull",
+		Use: "pull",
+		Example: `  doppel config pull --database-url postgres://doppel@db/doppel --output main.yaml
+  doppel config pull --database-url postgres://doppel@db/doppel --config-name staging`,
 		Short: "Print a configuration stored in PostgreSQL as canonical YAML",
 		Long: `Print configuration --config-name, stored in PostgreSQL, as canonical YAML, on
 stdout or into --output. Pushing it back yields the same revision. A missing

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/doppelproxy/doppel/internal/version"
 	"github.com/spf13/cobra"
 )
 
@@ -89,6 +90,10 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Doppel stands in front of a real backend, or in place of one that does not
 exist yet, so that its clients can be tested against a backend that is slow,
 drops requests, or is partly mocked.`,
+		Example: `  doppel serve --config examples/main.yaml
+  doppel config validate --config main.yaml
+  doppel completion bash > /etc/bash_completion.d/doppel`,
+		Version:       version.Version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
@@ -98,10 +103,23 @@ drops requests, or is partly mocked.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.CompletionOptions.DisableDefaultCmd = true
+	// `doppel --version` prints what `doppel version` does.
+	root.SetVersionTemplate("doppel {{.Version}}\n")
+	// `doppel completion bash|zsh|fish|powershell` is cobra's own.
+	root.CompletionOptions.HiddenDefaultCmd = false
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usage("%v", err)
 	})
 	root.AddCommand(newServeCmd(stdout), newVersionCmd(), newConfigCmd(), newTokenCmd())
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		// Without a shell, or with one cobra does not know, it is a usage
+		// error, not help and success.
+		c.Args = cobra.NoArgs
+		c.RunE = func(*cobra.Command, []string) error {
+			return usage("completion needs a shell: bash, zsh, fish or powershell")
+		}
+		c.Example = "  doppel completion bash > ~/.local/share/bash-completion/completions/doppel\n  doppel completion zsh > \"${fpath[1]}/_doppel\"\n  doppel completion fish > ~/.config/fish/completions/doppel.fish"
+	}
 	return root
 }

@@ -58,7 +58,10 @@ type serveFlags struct {
 func newServeCmd(stdout io.Writer) *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve",
+		Use: "serve",
+		Example: `  doppel serve --config examples/main.yaml
+  doppel serve --config main.yaml --watch --seed "$CI_PIPELINE_ID"
+  doppel serve --store postgres --database-url postgres://doppel@db/doppel --proxy-addr 127.0.0.1:0`,
 		Short: "Run the proxy listener until SIGINT or SIGTERM",
 		Long: `Load and validate the configuration, then serve it until SIGINT or SIGTERM.
 
@@ -432,7 +435,28 @@ func listenAdmin(f *serveFlags, doc *config.Document, api *admin.Server, metrics
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
 	logger.Info("the admin API is listening", "admin_addr", ln.Addr().String())
+	// Where a person goes next.
+	base := "http://" + browsable(ln.Addr()) + "/"
+	how := "admin actions need a token: one of admin.tokens, DOPPEL_ADMIN_TOKENS, or doppel token add --name NAME"
+	if *doc.Admin.Dashboard {
+		logger.Info("open the dashboard in a browser; "+how, "url", base, "api", base+"swagger-ui/")
+	} else {
+		logger.Info("the admin API is described at its Swagger UI; "+how, "url", base+"swagger-ui/")
+	}
 	return listening{ln, srv}, nil
+}
+
+// browsable is a bound address as a browser on this machine reaches it: a
+// wildcard bind is reached through loopback.
+func browsable(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // listening is a bound listener and the server for it; both nil when the

@@ -8,9 +8,10 @@ import (
 
 func newTokenCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "token",
-		Short: "Manage admin tokens",
-		Args:  cobra.NoArgs,
+		Use:     "token",
+		Example: `  doppel token add --name ci --group admin --config main.yaml`,
+		Short:   "Manage admin tokens",
+		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return usage("a token subcommand is required")
 		},
@@ -23,7 +24,9 @@ func newTokenAddCmd() *cobra.Command {
 	var flags storeFlags
 	var name, group, socket string
 	cmd := &cobra.Command{
-		Use:   "add",
+		Use: "add",
+		Example: `  doppel token add --name ci --group admin --config main.yaml
+  doppel token add --name dashboard --socket /tmp/doppel.sock`,
 		Short: "Add an admin token to a running doppel serve",
 		Long: `Add an admin token to a running doppel serve, over the control socket.
 

@@ -106,11 +106,16 @@ func tokensInForce(doc *config.Document, env []Token) []Token {
 }
 
 // identify finds the caller from the bearer token in the configured
-// header. Every token is compared, in constant time over fixed-size
-// digests, so the answer's timing says nothing about which tokens are
-// close, nor how long any of them is.
+// header, else in the standard Authorization header (Swagger UI's
+// Authorize, curl's habits). Every token is compared, in constant time
+// over fixed-size digests, so the answer's timing says nothing about which
+// tokens are close, nor how long any of them is.
 func identify(r *http.Request, doc *config.Document, env []Token) Caller {
-	value, ok := config.Bearer(r.Header.Get(string(doc.Admin.Auth.Header)))
+	raw := r.Header.Get(string(doc.Admin.Auth.Header))
+	if raw == "" {
+		raw = r.Header.Get("Authorization")
+	}
+	value, ok := config.Bearer(raw)
 	if !ok {
 		return Caller{Anonymous: true}
 	}

@@ -172,6 +172,10 @@ func openAPIDocument(routes []route, header string) map[string]any {
 					"type": "apiKey", "in": "header", "name": header,
 					"description": "`Bearer <token>` in `" + header + "` (`admin.auth.header`). Type the whole value, `Bearer ` included.",
 				},
+				"bearer": map[string]any{
+					"type": "http", "scheme": "bearer",
+					"description": "The same token in the standard `Authorization: Bearer <token>`; `" + header + "` wins when both are sent.",
+				},
 			},
 		},
 	}
@@ -204,7 +208,7 @@ func operation(rt route) map[string]any {
 	}
 	about := a.about
 	if a.action != "" {
-		op["security"] = []any{map[string]any{"token": []string{}}}
+		op["security"] = []any{map[string]any{"token": []string{}}, map[string]any{"bearer": []string{}}}
 		op["x-doppel-action"] = string(a.action)
 		about = strings.TrimSpace(about + "\n\nNeeds the `" + string(a.action) + "` action (`admin.access`; by default the `admin` group).")
 	} else {

@@ -160,29 +160,28 @@ func (h *Handler) choose(ex *exchange, p *runtime.Proxy, key fault.Key) (*runtim
 }
 
 // withholdAdminToken removes an admin credential from a request to the
-// proxy listener: the admin header carrying a configured token. Neither an
-// upstream nor a mock sees it, and the log line names the token, never its
-// value. The same header with any other value is the client's own and
-// passes.
+// proxy listener: the admin header, or Authorization, carrying a
+// configured token. Neither an upstream nor a mock sees it, and the log
+// line names the token, never its value. The same headers with any other
+// value are the client's own and pass.
 func (h *Handler) withholdAdminToken(ex *exchange, rt *runtime.Runtime) {
-	v := ex.req.Header[rt.AdminHeader]
-	if len(v) == 0 {
-		return
-	}
-	for _, raw := range v {
-		token, ok := config.Bearer(raw)
-		if !ok {
-			continue
-		}
-		d := config.DigestOf(token)
-		name, found := rt.AdminTokens[d]
-		if !found {
-			name, found = h.envTokens[d]
-		}
-		if found {
-			delete(ex.req.Header, rt.AdminHeader)
-			ex.rec.AdminTokenRemoved = name
-			return
+	// The admin API reads Authorization too.
+	for _, header := range [...]string{rt.AdminHeader, "Authorization"} {
+		for _, raw := range ex.req.Header[header] {
+			token, ok := config.Bearer(raw)
+			if !ok {
+				continue
+			}
+			d := config.DigestOf(token)
+			name, found := rt.AdminTokens[d]
+			if !found {
+				name, found = h.envTokens[d]
+			}
+			if found {
+				delete(ex.req.Header, header)
+				ex.rec.AdminTokenRemoved = name
+				break
+			}
 		}
 	}
 }

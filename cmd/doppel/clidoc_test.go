@@ -1,0 +1,101 @@
+package main
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// TestCLIDocListsEveryFlag holds docs/cli.md to the commands: every
+// command has its section, every flag of it (help aside) is in that
+// section, every flag the section lists exists, and every command shows
+// examples in its help.
+func TestCLIDocListsEveryFlag(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	_, list, ok := strings.Cut(doc, "## Every command and its flags")
+	if !ok {
+		t.Fatal("docs/cli.md has no list of every command and its flags")
+	}
+	sections := map[string]string{}
+	for _, part := range strings.Split(list, "\n### `")[1:] {
+		name, body, _ := strings.Cut(part, "`")
+		sections[name] = body
+	}
+	root := newRoot(io.Discard, io.Discard)
+	var walk func(c *cobra.Command)
+	seen := map[string]bool{}
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" {
+			return
+		}
+		path := c.CommandPath()
+		// A shell of `completion` is documented with it.
+		if c.Parent() != nil && c.Parent().Name() == "completion" {
+			path = c.Parent().CommandPath()
+		}
+		if (c.Runnable() && !c.HasSubCommands()) || c.Name() == "doppel" {
+			section, ok := sections[path]
+			if !ok {
+				t.Errorf("docs/cli.md has no section for %q", path)
+			}
+			seen[path] = true
+			c.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+				if f.Name != "help" && !strings.Contains(section, "`--"+f.Name+"`") {
+					t.Errorf("docs/cli.md does not list %s --%s", path, f.Name)
+				}
+			})
+			for _, w := range strings.Split(section, "`--")[1:] {
+				name, _, _ := strings.Cut(w, "`")
+				if c.Flags().Lookup(name) == nil && !(path == "doppel" && name == "version") &&
+					!(path == "doppel completion" && name == "no-descriptions") {
+					t.Errorf("docs/cli.md lists %s --%s, which does not exist", path, name)
+				}
+			}
+			if c.Example == "" && c.Parent() != nil && c.Parent().Name() != "completion" {
+				t.Errorf("%s --help shows no examples", path)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for name := range sections {
+		if !seen[name] {
+			t.Errorf("docs/cli.md has a section for %q, which is no command", name)
+		}
+	}
+}
+
+// TestCLIHabits: what a cobra CLI's user reaches for first.
+func TestCLIHabits(t *testing.T) {
+	t.Parallel()
+	if r := doppel(t, invocation{args: []string{"--version"}}); r.code != 0 || !strings.HasPrefix(r.stdout, "doppel ") {
+		t.Errorf("--version: %v", r)
+	} else if v := doppel(t, invocation{args: []string{"version"}}); v.stdout != r.stdout {
+		t.Errorf("--version says %q, version says %q", r.stdout, v.stdout)
+	}
+	for shell, mark := range map[string]string{"bash": "bash completion", "zsh": "#compdef doppel", "fish": "fish completion", "powershell": "Register-ArgumentCompleter"} {
+		if r := doppel(t, invocation{args: []string{"completion", shell}}); r.code != 0 || !strings.Contains(r.stdout, mark) {
+			t.Errorf("completion %s: exit %d, %.80q", shell, r.code, r.stdout)
+		}
+	}
+	for _, args := range [][]string{{"completion"}, {"completion", "tcsh"}} {
+		if r := doppel(t, invocation{args: args}); r.code != exitUsage {
+			t.Errorf("%v: exit %d, want usage (2)", args, r.code)
+		}
+	}
+	// No --config and no ./main.yaml: say how to point at one.
+	r := doppel(t, invocation{args: []string{"serve"}})
+	if r.code != 1 || !strings.Contains(r.stderr, "--config") || !strings.Contains(r.stderr, "./main.yaml") {
+		t.Errorf("serve without a document: %v", r)
+	}
+}
