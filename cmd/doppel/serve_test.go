@@ -871,7 +871,8 @@ func TestServeRequestLogs(t *testing.T) {
 			continue
 		}
 		line := requestLines[i]
-		keys := keySet(slogKeys, requestLineKeys)
+		// A Doppel error's line carries its code.
+		keys := keySet(slogKeys, requestLineKeys, []string{"code"})
 		if want.forwarded {
 			keys = keySet(slogKeys, requestLineKeys, upstreamLineKeys)
 		}
@@ -895,6 +896,7 @@ func TestServeRequestLogs(t *testing.T) {
 			checkNumber(t, line, "upstream_duration_ms", func(f float64) bool { return f >= 0 })
 		} else {
 			checkField(t, line, "proxy", "")
+			checkField(t, line, "code", "PROXY_NOT_RESOLVED")
 			checkNumber(t, line, "status", func(f float64) bool { return f == http.StatusNotFound })
 			checkField(t, line, "upstream_contacted", false)
 		}

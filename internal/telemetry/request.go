@@ -79,6 +79,9 @@ func (r *Exchange) attrs() []slog.Attr {
 		slog.Bool("loss_injected", r.Fired("loss")),
 		slog.Float64("latency_injected_ms", Millis(r.LatencyWaited)),
 	)
+	if r.ErrorCode != "" {
+		attrs = append(attrs, slog.String("code", r.ErrorCode))
+	}
 	if r.AdminTokenRemoved != "" {
 		attrs = append(attrs, slog.String("admin_token_removed", r.AdminTokenRemoved))
 	}
@@ -119,6 +122,10 @@ func appendRequestJSON(b []byte, now time.Time, r *Exchange) []byte {
 	b = strconv.AppendBool(b, r.Fired("loss"))
 	b = append(b, `,"latency_injected_ms":`...)
 	b = appendMillis(b, r.LatencyWaited)
+	if r.ErrorCode != "" {
+		b = append(b, `,"code":`...)
+		b = appendJSONString(b, r.ErrorCode)
+	}
 	if r.AdminTokenRemoved != "" {
 		b = append(b, `,"admin_token_removed":`...)
 		b = appendJSONString(b, r.AdminTokenRemoved)

@@ -17,7 +17,7 @@ func TestRequestJSONMatchesSlog(t *testing.T) {
 	now := time.Date(2026, 11, 29, 18, 7, 52, 111956879, time.UTC)
 	lines := []Exchange{
 		{RequestID: "0d7e9a2c", Proxy: "zeta", Method: "GET", Path: "/a/b", Status: 200, Duration: 1234567, UpstreamContacted: true, UpstreamStatus: 201, UpstreamDuration: 999, LatencyWaited: 300 * time.Millisecond},
-		{RequestID: "id", Proxy: "", Method: "POST", Path: "/", Status: 404},
+		{RequestID: "id", Proxy: "", Method: "POST", Path: "/", Status: 404, ErrorCode: "PROXY_NOT_RESOLVED"},
 		{RequestID: "id", Proxy: "zeta", Method: "GET", Path: "/", Status: 200, AdminTokenRemoved: "ci"},
 		{RequestID: "id", Proxy: "shop", Mock: "not-found", Method: "GET", Path: "/x", Status: 503, Faults: []string{"loss"}, Duration: 3 * time.Hour},
 		{RequestID: "q\"uote\\back\nline\ttab\r\x01\x1f", Proxy: "p", Method: "BREW", Path: "/caf\xe9/\u2028\u2029/é/<&>", Status: 599},
