@@ -24,9 +24,7 @@ func Validate(d *Document) []Violation {
 		add("V1", "admin.port", "must differ from server.port (both are %d)", d.Admin.Port)
 	}
 	if e := d.Server.ExternalURL; e != nil && e.IsTemplate() {
-		if _, err := jinja.Compile(e.String()); err != nil {
-			add("V21", "server.external_url", "the template does not parse: %v", err)
-		}
+		vs = append(vs, checkTemplate("server.external_url", e.String(), SystemVariables)...)
 	}
 
 	vs = append(vs, validateTokens(d)...)
@@ -115,22 +113,20 @@ func validateMocks(at string, p Proxy) []Violation {
 		if (r.Status == 204 || r.Status == 304) && len(bodies) > 0 {
 			add("V30", mat+".response", "status %d forbids a body, but %s is set", r.Status, bodies[0])
 		}
-		// V21: every inline template parses.
+		// V21: every inline template parses. V22: and reads no variable
+		// that nothing can bind.
+		vars := mockVariables(m)
+		check := func(path, src string) { vs = append(vs, checkTemplate(path, src, vars)...) }
 		for _, t := range []struct {
 			key string
 			src *Template
 		}{{"body", r.Body}, {"json", r.JSON}} {
-			if t.src == nil {
-				continue
-			}
-			if _, err := jinja.Compile(string(*t.src)); err != nil {
-				add("V21", mat+".response."+t.key, "the template does not parse: %v", err)
+			if t.src != nil {
+				check(mat+".response."+t.key, string(*t.src))
 			}
 		}
 		for _, h := range slices.Sorted(maps.Keys(r.Headers)) {
-			if _, err := jinja.Compile(string(r.Headers[h])); err != nil {
-				add("V21", mat+".response.headers."+string(h), "the template does not parse: %v", err)
-			}
+			check(mat+".response.headers."+string(h), string(r.Headers[h]))
 		}
 		// V25: a mock's own block obeys the proxy's rules.
 		if m.Proxy != nil {
@@ -138,6 +134,40 @@ func validateMocks(at string, p Proxy) []Violation {
 		}
 	}
 	return vs
+}
+
+// checkTemplate is V21 (the template parses) and V22 (it reads no
+// variable that nothing can bind: vars are those that can be).
+func checkTemplate(path, src string, vars []string) []Violation {
+	tpl, err := jinja.Compile(src)
+	if err != nil {
+		return []Violation{{Rule: "V21", Path: path, Message: fmt.Sprintf("the template does not parse: %v", err)}}
+	}
+	var vs []Violation
+	for _, u := range tpl.Unbound(func(n string) bool { return slices.Contains(vars, n) }) {
+		vs = append(vs, Violation{Rule: "V22", Path: path, Message: fmt.Sprintf(
+			"the template reads %s (line %d, column %d), which nothing binds, so every answer fails; "+
+				"the variables here are %s; write {{ %s | default('') }} if it may be missing",
+			quote(u.Name), u.Line, u.Column, strings.Join(vars, ", "), u.Name)})
+	}
+	return vs
+}
+
+// mockVariables are the names a mock's templates can read: its capture
+// groups, its declared header, query and body variables, and the system
+// variables, sorted.
+func mockVariables(m Mock) []string {
+	vars := slices.Clone(SystemVariables)
+	for _, g := range m.Request.URL.Groups() {
+		if g != "" {
+			vars = append(vars, g)
+		}
+	}
+	for _, v := range m.Request.Declared() {
+		vars = append(vars, v.Name)
+	}
+	slices.Sort(vars)
+	return slices.Compact(vars)
 }
 
 func validateTokens(d *Document) []Violation {
