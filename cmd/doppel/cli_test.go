@@ -197,7 +197,7 @@ proxies:
 // followed by the source line.
 var invalidDocLines = []*regexp.Regexp{
 	regexp.MustCompile(`^admin\.port: \S.*$`),
-	regexp.MustCompile(`^proxies\[0\]\.latency\.min: min must be <= max( \(line \d+\))?$`),
+	regexp.MustCompile(`^proxies\[0\]\.latency\.min: min must be <= max: min is [0-9.]+ s, max is [0-9.]+ s( \(line \d+\))?$`),
 	regexp.MustCompile(`^proxies\[1\]\.name: \S.*$`),
 }
 

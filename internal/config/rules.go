@@ -69,7 +69,7 @@ func validateFaults(rule, at string, l *Latency) []Violation {
 	if rule == "" {
 		rule = "V14"
 	}
-	return []Violation{{Rule: rule, Path: at + ".latency.min", Message: "min must be <= max"}}
+	return []Violation{{Rule: rule, Path: at + ".latency.min", Message: fmt.Sprintf("min must be <= max: min is %v s, max is %v s", float64(l.Min), float64(l.Max))}}
 }
 
 func validateMocks(at string, p Proxy) []Violation {

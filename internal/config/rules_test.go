@@ -34,7 +34,7 @@ func TestRules(t *testing.T) {
 			proxyDoc("resolve: {type: header}"), "proxies[0].resolve.header", "`header` is required when `type: header`",
 			proxyDoc("resolve: {type: header, header: X-Backend}")},
 		{"V14", "min <= max",
-			proxyDoc("latency: {percentage: 0.5, min: 0.3, max: 0.2}"), "proxies[0].latency.min", "min must be <= max",
+			proxyDoc("latency: {percentage: 0.5, min: 0.3, max: 0.2}"), "proxies[0].latency.min", "min must be <= max: min is 0.3 s, max is 0.2 s",
 			proxyDoc("latency: {percentage: 0.5, min: 0.2, max: 0.2}")},
 		{"V16", "mock names unique",
 			proxyDoc("mocks:\n" + mock("zeta", "") + mock("zeta", "")), "proxies[0].mocks[1].name", "duplicate mock name `zeta`",
