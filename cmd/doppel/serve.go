@@ -172,6 +172,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		return usage("--watch is for the file store; with --store postgres every replica follows changes by itself")
 	}
 	goruntime.GOMAXPROCS(f.workers)
+	limitMemory(cmd.ErrOrStderr())
 	doc, pg, err := loadDocument(opts)
 	if err != nil {
 		return err
