@@ -183,6 +183,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		return err
 	}
 	goruntime.GOMAXPROCS(f.workers)
+	limitMemory(cmd.ErrOrStderr())
 	doc, pg, err := loadDocument(opts)
 	if err != nil {
 		return err

@@ -34,6 +34,8 @@ import (
 //     whole (compared, searched, sliced, handed to a filter or a test).
 //
 // Over a bound, rendering stops with an error (500 TEMPLATE_RENDER_ERROR).
+// What every render of the process makes together is bounded as well, by
+// the rendering budget (budget.go).
 // gonja's evaluator has no hook for operators or loops, so the parsed tree
 // is rewritten at compile: `a * b` becomes `a | _doppel_times(b)`, and the
 // other checked expressions and every loop's sequence get a checking
@@ -73,26 +75,34 @@ const (
 	budgetName  = "_doppel_budget"
 )
 
-// budget is what one answer has spent. Its fields are unexported, so a
-// template can name the variable but not change it.
+// budget is what one answer has spent, and what the template being
+// executed holds of the process-wide budget (budget.go). Its fields are
+// unexported, so a template can name the variable but not change it.
 type budget struct {
 	turns, bytes int
+	held, used   int  // reserved of the process-wide budget, and taken of that
+	refused      bool // the process-wide budget refused this execution
 }
 
-// spend charges turns and bytes to the answer whose variables e sees.
-func spend(e *exec.Evaluator, turns, bytes int) error {
+// spend charges turns, and bytes made and read, to the answer whose
+// variables e sees; what is made is reserved of the process-wide budget
+// too.
+func spend(e *exec.Evaluator, turns, made, read int) error {
 	v, _ := e.Environment.Context.Get(budgetName)
 	b, ok := v.(*budget)
 	if !ok {
 		return fmt.Errorf("%s is Doppel's own variable", budgetName)
 	}
 	b.turns += turns
-	b.bytes += bytes
+	b.bytes += made + read
 	switch {
 	case b.turns > MaxTurns:
 		return fmt.Errorf("the loops of this answer would turn more than %d times, the bound for one answer", MaxTurns)
 	case b.bytes > MaxBytes:
 		return fmt.Errorf("this answer would make or read more than %d MiB of values, the bound for one answer", MaxBytes>>20)
+	}
+	if made > 0 || b.refused {
+		return b.take(made)
 	}
 	return nil
 }
@@ -254,7 +264,7 @@ func boundedFilter(name string, f exec.FilterFunction) exec.FilterFunction {
 		if c > MaxOutput {
 			return exec.AsValue(tooBig(name, c))
 		}
-		if err := spend(e, 0, c); err != nil {
+		if err := spend(e, 0, 0, c); err != nil {
 			return exec.AsValue(err)
 		}
 		out := f(e, in, params)
@@ -265,7 +275,7 @@ func boundedFilter(name string, f exec.FilterFunction) exec.FilterFunction {
 		if n > MaxOutput {
 			return exec.AsValue(tooBig(name, n))
 		}
-		if err := spend(e, 0, n); err != nil {
+		if err := spend(e, 0, n, 0); err != nil {
 			return exec.AsValue(err)
 		}
 		return out
@@ -288,7 +298,7 @@ func times(e *exec.Evaluator, left *exec.Value, params *exec.VarArgs) *exec.Valu
 		if size > MaxOutput {
 			return exec.AsValue(tooBig("`*`", size))
 		}
-		if err := spend(e, 0, size); err != nil {
+		if err := spend(e, 0, size, 0); err != nil {
 			return exec.AsValue(err)
 		}
 		return exec.AsValue(strings.Repeat(left.String(), n))
@@ -312,7 +322,7 @@ func sized(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value 
 	if len(params.Args) > 0 { // a method's receiver
 		read = length(params.Args[0])
 	}
-	if err := spend(e, steps/64, w+read); err != nil {
+	if err := spend(e, steps/64, w, read); err != nil {
 		return exec.AsValue(err)
 	}
 	return in
@@ -328,7 +338,7 @@ func read(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
 	if c > MaxOutput {
 		return exec.AsValue(tooBig("the value read", c))
 	}
-	if err := spend(e, 0, c); err != nil {
+	if err := spend(e, 0, 0, c); err != nil {
 		return exec.AsValue(err)
 	}
 	return in
@@ -388,7 +398,9 @@ func looped(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value
 	if len(params.Args) > 0 { // the bytes of text the body writes on each turn
 		text = productUpTo(turns, params.Args[0].Integer(), MaxBytes)
 	}
-	if err := spend(e, turns, text); err != nil {
+	// The text is charged to the answer here, and reserved as it is
+	// written (jinja.go).
+	if err := spend(e, turns, 0, text); err != nil {
 		return exec.AsValue(err)
 	}
 	return in

@@ -168,8 +168,8 @@ func (t *Template) Mentions(name string) bool {
 }
 
 // Vars are the variables one render sees: built once per request and
-// shared by every template rendered for it, on top of the environment's
-// global functions.
+// shared by every template rendered for it, one template at a time, on top
+// of the environment's global functions.
 type Vars struct {
 	ctx   *exec.Context
 	spent budget // by every template rendered with these variables
@@ -191,7 +191,7 @@ func (v *Vars) Set(name string, value any) { v.ctx.Set(name, value) }
 // stays its own; any other reads vars as they are.
 func (t *Template) Execute(w io.Writer, vars *Vars) error {
 	x := t.start(vars)
-	x.out = bounded{w: w, left: MaxOutput}
+	x.out.w = w
 	return x.run()
 }
 
@@ -199,7 +199,7 @@ func (t *Template) Execute(w io.Writer, vars *Vars) error {
 func (t *Template) ExecuteToBytes(vars *Vars) ([]byte, error) {
 	x := t.start(vars)
 	x.buf = make([]byte, 0, t.hint)
-	x.out = bounded{w: &x.buf, left: MaxOutput}
+	x.out.w = &x.buf
 	err := x.run()
 	return x.buf, err
 }
@@ -209,7 +209,7 @@ func (t *Template) ExecuteToString(vars *Vars) (string, error) {
 	x := t.start(vars)
 	var b strings.Builder
 	b.Grow(t.hint)
-	x.out = bounded{w: &b, left: MaxOutput}
+	x.out.w = &b
 	err := x.run()
 	return b.String(), err
 }
@@ -227,7 +227,7 @@ type execution struct {
 }
 
 func (t *Template) start(vars *Vars) *execution {
-	x := &execution{}
+	x := &execution{out: bounded{left: MaxOutput, spent: &vars.spent}}
 	scope := vars.ctx
 	if t.mutates || t.self {
 		scope = scope.Inherit()
@@ -260,6 +260,10 @@ func (x *execution) run() (err error) {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("unable to execute template: %v", v)
 		}
+		if err != nil && x.out.spent.refused {
+			err = fmt.Errorf("unable to execute template: %w", exhausted())
+		}
+		x.out.spent.release()
 	}()
 	if err := x.r.Execute(); err != nil {
 		msg := ownFilters.ReplaceAllString(err.Error(), "")
@@ -279,15 +283,20 @@ const maxMessage = 1 << 10
 // goes straight to what failed.
 var ownFilters = regexp.MustCompile(`(?s)unable to evaluate filter &\{<Token\[\w+\] Val='.*?' Pos=\d+ Line=\d+ Col=\d+> _doppel_\w+ \[.*?\] map\[\]\}: (?:invalid call to filter '_doppel_\w+': )?`)
 
-// bounded refuses to write past its limit.
+// bounded refuses to write past its limit, and reserves what it writes of
+// the process-wide budget.
 type bounded struct {
-	w    io.Writer
-	left int
+	w     io.Writer
+	left  int
+	spent *budget
 }
 
 func (b *bounded) Write(p []byte) (int, error) {
 	if len(p) > b.left {
 		return 0, errTooLong
+	}
+	if err := b.spent.take(len(p)); err != nil {
+		return 0, err
 	}
 	b.left -= len(p)
 	return b.w.Write(p)
@@ -297,6 +306,9 @@ func (b *bounded) Write(p []byte) (int, error) {
 func (b *bounded) WriteString(s string) (int, error) {
 	if len(s) > b.left {
 		return 0, errTooLong
+	}
+	if err := b.spent.take(len(s)); err != nil {
+		return 0, err
 	}
 	b.left -= len(s)
 	return io.WriteString(b.w, s)

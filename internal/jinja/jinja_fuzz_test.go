@@ -13,8 +13,9 @@ func compile(src string) (tpl *Template, panicked any, err error) {
 
 // FuzzTemplate compiles and renders arbitrary template sources with a few
 // variables bound, as a mock's answer does. It must never panic (a panic
-// in gonja comes back as an error), never render more than MaxOutput, and,
-// whatever sizes or loops the source asks for, end (bounds.go).
+// in gonja comes back as an error), never render more than MaxOutput,
+// give back all it reserved of the rendering budget, and, whatever sizes
+// or loops the source asks for, end (bounds.go).
 // Sources over 4 KiB are skipped so that each input stays quick.
 func FuzzTemplate(f *testing.F) {
 	for _, s := range []string{
@@ -81,6 +82,9 @@ func FuzzTemplate(f *testing.F) {
 		out, err := tpl.ExecuteToBytes(vars)
 		if len(out) > MaxOutput {
 			t.Fatalf("rendered %d bytes, over MaxOutput (err %v)", len(out), err)
+		}
+		if _, inUse := Budget(); inUse != 0 {
+			t.Fatalf("%d bytes of the rendering budget still held after the render (err %v)", inUse, err)
 		}
 	})
 }

@@ -130,6 +130,11 @@ func (h *Handler) mockFailed(ex *exchange, err error) {
 		ex.fail(apierr.TemplateNotFound, re.Message)
 	case render.BodyNotJSON:
 		ex.fail(apierr.BodyExtractionError, re.Message)
+	case render.BudgetExhausted:
+		// The request line shows only the 503: this line says why.
+		h.log.Warn("a mock answer was refused: the process-wide rendering budget is spent",
+			"request_id", ex.rec.RequestID, "proxy", ex.rec.Proxy, "mock", ex.rec.Mock, "error", re.Message)
+		ex.fail(apierr.RenderBudgetExhausted, re.Message)
 	default:
 		ex.fail(apierr.TemplateRenderError, re.Message)
 	}

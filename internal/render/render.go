@@ -8,6 +8,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/textproto"
@@ -30,6 +31,9 @@ const (
 	TemplateMissing
 	// BodyNotJSON: body selectors were declared and the body is not JSON.
 	BodyNotJSON
+	// BudgetExhausted: the renders under way hold the process-wide
+	// rendering budget; the same request may render later.
+	BudgetExhausted
 )
 
 // Error is a failure to answer from a mock.
@@ -392,7 +396,7 @@ func (m *Mock) render(vars *jinja.Vars, file *jinja.Template) (*Answer, error) {
 	if hasBody {
 		out, err := body.execute(vars)
 		if err != nil {
-			return nil, fail(RenderFailed, "mock %s: %s", m.Name, reason(err))
+			return nil, fail(kindOf(err), "mock %s: %s", m.Name, reason(err))
 		}
 		if m.kind == bodyJSON && !json.Valid(out) {
 			return nil, fail(RenderFailed, "mock %s: the json template rendered something that is not JSON", m.Name)
@@ -403,7 +407,7 @@ func (m *Mock) render(vars *jinja.Vars, file *jinja.Template) (*Answer, error) {
 	for _, h := range m.headers {
 		v, err := h.tpl.executeToString(vars)
 		if err != nil {
-			return nil, fail(RenderFailed, "mock %s: header %s: %s", m.Name, h.name, reason(err))
+			return nil, fail(kindOf(err), "mock %s: header %s: %s", m.Name, h.name, reason(err))
 		}
 		if err := config.CheckHeaderValue(v); err != nil {
 			return nil, fail(RenderFailed, "mock %s: header %s rendered an invalid value: %v", m.Name, h.name, err)
@@ -420,6 +424,14 @@ func (m *Mock) render(vars *jinja.Vars, file *jinja.Template) (*Answer, error) {
 		a.Headers = a.Headers[1:]
 	}
 	return a, nil
+}
+
+// kindOf is the kind of a template's failure.
+func kindOf(err error) ErrorKind {
+	if errors.Is(err, jinja.ErrBudgetExhausted) {
+		return BudgetExhausted
+	}
+	return RenderFailed
 }
 
 // reason keeps gonja's message, which names the failing expression, on
