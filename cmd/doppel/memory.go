@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -31,12 +29,26 @@ const defaultMemoryLimit = 1 << 30
 // mappings, the kernel's buffers for the process).
 const cgroupShare = 0.9
 
+// renderBudgetFromEnv reads DOPPEL_RENDER_BUDGET: 0 when unset (the
+// default applies), a usage error when it is not a byte size.
+func renderBudgetFromEnv() (int64, error) {
+	v := strings.TrimSpace(os.Getenv(envRenderBudget))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := config.ParseByteSize(v)
+	if err != nil {
+		return 0, usage("%s: %v", envRenderBudget, err)
+	}
+	return int64(n), nil
+}
+
 // limitMemory sets serve's soft memory limit, unless GOMEMLIMIT is set
 // (`off` included): 90% of the cgroup's memory limit when one is readable,
-// else defaultMemoryLimit. Then the process-wide rendering budget:
-// DOPPEL_RENDER_BUDGET, else a quarter of the memory limit. A malformed
-// DOPPEL_RENDER_BUDGET is reported on stderr and the default kept.
-func limitMemory(stderr io.Writer) {
+// else defaultMemoryLimit. Then the process-wide rendering budget: budget
+// (DOPPEL_RENDER_BUDGET) when not 0, else a quarter of the memory limit.
+// It returns both, for the startup line.
+func limitMemory(budget int64) (memoryLimit, renderBudget int64) {
 	if os.Getenv(envMemoryLimit) == "" {
 		limit := int64(defaultMemoryLimit)
 		if c, ok := cgroupMemoryLimit("/"); ok {
@@ -44,15 +56,11 @@ func limitMemory(stderr io.Writer) {
 		}
 		debug.SetMemoryLimit(limit)
 	}
-	budget := jinja.DefaultBudget()
-	if v := strings.TrimSpace(os.Getenv(envRenderBudget)); v != "" {
-		if n, err := config.ParseByteSize(v); err != nil {
-			fmt.Fprintf(stderr, "doppel: %s: %v; the default of %d bytes is used\n", envRenderBudget, err, budget)
-		} else {
-			budget = int64(n)
-		}
+	if budget == 0 {
+		budget = jinja.DefaultBudget()
 	}
 	jinja.SetBudget(budget)
+	return debug.SetMemoryLimit(-1), budget
 }
 
 // cgroupMemoryLimit is the memory limit of the process's cgroup, read

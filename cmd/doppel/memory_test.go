@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -68,7 +68,7 @@ func TestCgroupMemoryLimit(t *testing.T) {
 // TestServeMemoryLimits: without GOMEMLIMIT, serve sets a soft limit (90%
 // of the cgroup's, else 1 GiB) and a rendering budget of a quarter of it;
 // GOMEMLIMIT is left alone; DOPPEL_RENDER_BUDGET sets the budget, and a
-// malformed one is reported and the default kept.
+// malformed one is a usage error.
 func TestServeMemoryLimits(t *testing.T) {
 	oldLimit := debug.SetMemoryLimit(-1)
 	oldBudget, _ := jinja.Budget()
@@ -84,7 +84,7 @@ func TestServeMemoryLimits(t *testing.T) {
 		name, gomemlimit, budget string
 		set                      int64 // the limit the runtime took from GOMEMLIMIT
 		wantLimit, wantBudget    int64
-		warning                  bool
+		refused                  bool
 	}{
 		{"defaults", "", "", 0, want, want / 4, false},
 		{"GOMEMLIMIT", "300MiB", "", 300 << 20, 300 << 20, 75 << 20, false},
@@ -99,15 +99,21 @@ func TestServeMemoryLimits(t *testing.T) {
 		} else {
 			debug.SetMemoryLimit(123 << 20) // not what serve should set
 		}
-		var stderr bytes.Buffer
-		limitMemory(&stderr)
+		fromEnv, err := renderBudgetFromEnv()
+		if refused := err != nil; refused != c.refused {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if err != nil {
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), envRenderBudget) {
+				t.Errorf("%s: not a usage error naming %s: %v", c.name, envRenderBudget, err)
+			}
+		}
+		gotLimit, gotBudget := limitMemory(fromEnv)
 		limit := debug.SetMemoryLimit(-1)
 		budget, _ := jinja.Budget()
-		if limit != c.wantLimit || budget != c.wantBudget {
+		if limit != c.wantLimit || budget != c.wantBudget || gotLimit != limit || gotBudget != budget {
 			t.Errorf("%s: memory limit %d, budget %d; want %d, %d", c.name, limit, budget, c.wantLimit, c.wantBudget)
-		}
-		if got := strings.Contains(stderr.String(), envRenderBudget); got != c.warning {
-			t.Errorf("%s: stderr %q", c.name, stderr.String())
 		}
 	}
 }

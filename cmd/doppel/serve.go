@@ -48,6 +48,7 @@ const drainTimeout = 30 * time.Second
 type serveFlags struct {
 	store     storeFlags
 	workers   int
+	budget    int64 // DOPPEL_RENDER_BUDGET; 0 for the default
 	proxyAddr string
 	adminAddr string
 	socket    string
@@ -136,6 +137,13 @@ func externalAddress(doc *config.Document, addr string, bound net.Addr) (*proxy.
 	return e, source, nil
 }
 
+// limitProcess sets what the process may use: its threads, its soft
+// memory limit and the rendering budget (limitMemory).
+func (f *serveFlags) limitProcess() (memoryLimit, renderBudget int64) {
+	goruntime.GOMAXPROCS(f.workers)
+	return limitMemory(f.budget)
+}
+
 // resolve applies the environment to serve's own flags and checks them.
 func (f *serveFlags) resolve(cmd *cobra.Command, kind store.Kind) error {
 	if f.watch && kind != store.KindFile {
@@ -154,6 +162,10 @@ func (f *serveFlags) resolve(cmd *cobra.Command, kind store.Kind) error {
 		} else {
 			f.workers = goruntime.NumCPU()
 		}
+	}
+	var err error
+	if f.budget, err = renderBudgetFromEnv(); err != nil {
+		return err
 	}
 	if f.workers < 1 {
 		return usage("--workers must be at least 1, not %d", f.workers)
@@ -182,8 +194,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	if err := f.resolve(cmd, opts.Kind); err != nil {
 		return err
 	}
-	goruntime.GOMAXPROCS(f.workers)
-	limitMemory(cmd.ErrOrStderr())
+	memoryLimit, renderBudget := f.limitProcess()
 	doc, pg, err := loadDocument(opts)
 	if err != nil {
 		return err
@@ -253,7 +264,8 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		}
 	}
 	logger.Info("doppel is serving", "version", version.Version, "proxy_addr", proxies.ln.Addr().String(),
-		"revision", string(rt.Revision), "proxies", len(rt.Proxies), "workers", f.workers)
+		"revision", string(rt.Revision), "proxies", len(rt.Proxies), "workers", f.workers,
+		"memory_limit", memoryLimit, "render_budget", renderBudget)
 	return serveUntilSignal(logger, signals, proxies, admins)
 }
 
