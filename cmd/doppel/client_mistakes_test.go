@@ -61,6 +61,9 @@ func seenHeaders(t *testing.T) string {
 
 const bodyMock = `    timeout: 1
     mocks:
+      - name: broken
+        request: {method: GET, url: "^/broken$", query: {n: .n}}
+        response: {status: 200, body: "{% if n.x.y %}a{% endif %}{{ range }}"}
       - name: takes-body
         request: {method: POST, url: "^/mock$", body: {a: .a}}
         response: {status: 200, body: "a={{ a }}"}
@@ -106,6 +109,16 @@ func TestClientMistakesAreTheClients(t *testing.T) {
 		ok := strings.Repeat("b", 200)
 		if res, _ := rawExchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nX-Request-ID: "+ok+"\r\nConnection: close\r\n\r\n", false); res.Header.Get("X-Request-Id") != ok {
 			t.Error("a 200-byte id was not kept")
+		}
+	})
+
+	t.Run("a render error says where and why, and the log line its code", func(t *testing.T) {
+		res, body := rawExchange(t, addr, "GET /broken?n=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
+		if res.StatusCode != 500 || envelopeCode(t, body) != "TEMPLATE_RENDER_ERROR" {
+			t.Fatalf("%d %s", res.StatusCode, body)
+		}
+		if !strings.Contains(body, "line 1, column 7, in `{% if n.x.y %}`") || strings.Contains(body, "ControlStructure") {
+			t.Errorf("the message: %s", body)
 		}
 	})
 

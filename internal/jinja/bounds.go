@@ -1,6 +1,7 @@
 package jinja
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -72,6 +73,7 @@ const (
 	loopFilter  = "_doppel_loop"
 	readFilter  = "_doppel_read"
 	textFilter  = "_doppel_text"
+	printFilter = "_doppel_print"
 	budgetName  = "_doppel_budget"
 )
 
@@ -328,6 +330,32 @@ func sized(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value 
 	return in
 }
 
+// printable refuses to write a function as a value: `{{ range }}` or
+// `{{ name.upper }}` would otherwise put gonja's Go signature in a body.
+func printable(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+	if !in.IsError() && in.Val.IsValid() && in.Val.Kind() == reflect.Func {
+		return exec.AsValue(errors.New("a function is written as a value: call it, with ()"))
+	}
+	return in
+}
+
+// mayBeFunction reports whether an output's expression can hold a
+// function: a global's name (range, lipsum…), any name in a template that
+// binds names itself (setting), or an attribute (a method not called). A
+// request's variables are strings and JSON values, never functions: their
+// outputs cost nothing.
+func mayBeFunction(e nodes.Expression, setting bool) bool {
+	switch x := e.(type) {
+	case *nodes.Name:
+		return setting || Environment.Context.Has(x.Name.Val)
+	case *nodes.GetAttribute, *nodes.GetItem:
+		return true
+	case *nodes.FilteredExpression:
+		return len(x.Filters) == 1 && strings.HasPrefix(x.Filters[0].Name, "_doppel_") && mayBeFunction(x.Expression, setting)
+	}
+	return false
+}
+
 // read charges a value about to be compared, searched or sliced by its
 // length, and hands it on unchanged.
 func read(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
@@ -491,6 +519,7 @@ func boundedFilters() *exec.FilterSet {
 	_ = set.Register(loopFilter, looped)
 	_ = set.Register(readFilter, read)
 	_ = set.Register(textFilter, readText)
+	_ = set.Register(printFilter, printable)
 	return set
 }
 
@@ -741,6 +770,12 @@ func bound(root *nodes.Template, outputs bool) error {
 				text := &nodes.Integer{Location: at, Val: textOf(x.BodyWrapper)}
 				x.ObjectEvaluator = withFilter(x.ObjectEvaluator, loopFilter, text, at)
 			case *nodes.Output:
+				if mayBeFunction(x.Expression, outputs) {
+					x.Expression = withFilter(x.Expression, printFilter, nil, x.Expression.Position())
+				}
+				if x.Alternative != nil && mayBeFunction(x.Alternative, outputs) {
+					x.Alternative = withFilter(x.Alternative, printFilter, nil, x.Alternative.Position())
+				}
 				if outputs {
 					x.Expression = withFilter(x.Expression, sizeFilter, nil, x.Expression.Position())
 					if x.Alternative != nil {

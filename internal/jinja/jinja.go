@@ -76,6 +76,7 @@ type Template struct {
 	mutates    bool
 	multiplies bool // the template holds a `*`
 	hint       int  // the capacity a rendering starts with
+	source     string
 }
 
 const rootName = "/template"
@@ -103,11 +104,14 @@ func Compile(source string) (_ *Template, err error) {
 		}
 		return nil, fmt.Errorf("%s", msg)
 	}
-	tpl := &Template{t: t, loader: loader, hint: len(source) + len(source)/2 + 16}
+	tpl := &Template{t: t, loader: loader, hint: len(source) + len(source)/2 + 16, source: source}
 	tpl.names, tpl.mutates, tpl.multiplies = scan(source)
 	_, buffers := tpl.names["filter"]
 	_, trans := tpl.names["trans"]
 	if err := bound(t.Root(), tpl.mutates || buffers || trans); err != nil {
+		return nil, err
+	}
+	if err := unknownNames(tpl); err != nil {
 		return nil, err
 	}
 	_, tpl.self = tpl.names["self"]
@@ -220,14 +224,15 @@ func (t *Template) ExecuteToString(vars *Vars) (string, error) {
 // a copy of its own) and bind `self` into the scope for every execution;
 // `self` is bound only for the templates that mention it.
 type execution struct {
-	env exec.Environment
-	r   exec.Renderer
-	out bounded
-	buf appender
+	source string // for the messages of errors
+	env    exec.Environment
+	r      exec.Renderer
+	out    bounded
+	buf    appender
 }
 
 func (t *Template) start(vars *Vars) *execution {
-	x := &execution{out: bounded{left: MaxOutput, spent: &vars.spent}}
+	x := &execution{source: t.source, out: bounded{left: MaxOutput, spent: &vars.spent}}
 	scope := vars.ctx
 	if t.mutates || t.self {
 		scope = scope.Inherit()
@@ -266,7 +271,7 @@ func (x *execution) run() (err error) {
 		x.out.spent.release()
 	}()
 	if err := x.r.Execute(); err != nil {
-		msg := ownFilters.ReplaceAllString(err.Error(), "")
+		msg := humane(ownFilters.ReplaceAllString(err.Error(), ""), x.source)
 		if len(msg) > maxMessage { // gonja quotes whole values, megabytes of them: keep both ends
 			msg = strings.ToValidUTF8(msg[:maxMessage/2], "") + " … " + strings.ToValidUTF8(msg[len(msg)-maxMessage/2:], "")
 		}
