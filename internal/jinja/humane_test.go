@@ -58,7 +58,7 @@ func TestUnknownFiltersAndTestsAreCompileErrors(t *testing.T) {
 		`{{ id | nosuch }}`:                      "line 1, column 9: there is no filter `nosuch`",
 		`{% if id is nosuchtest %}{% endif %}`:   "line 1, column 13: there is no test `nosuchtest`",
 		`{% filter nosuch %}x{% endfilter %}`:    "there is no filter `nosuch`",
-		"{{ id }}\n{{ id | upper | lowr }}":       "line 2, column 17: there is no filter `lowr`",
+		"{{ id }}\n{{ id | upper | lowr }}":      "line 2, column 17: there is no filter `lowr`",
 		`{{ id | default('') | tojson | trim }}`: "",
 	} {
 		_, err := Compile(src)
