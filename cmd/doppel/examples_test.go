@@ -51,7 +51,15 @@ func TestExampleMocksAnswerAsTheirCommentsSay(t *testing.T) {
 		{"POST", "/orders", map[string]string{"X-Backend": "shop", "X-Customer": "acme"}, `{"items": [1, 2, 3]}`, 201, `{"customer": "acme", "items": 3}`, "application/json"},
 		{"POST", "/orders", shop, `{"items": []}`, 201, `{"customer": "anonymous", "items": 0}`, "application/json"},
 		{"GET", "/health", shop, "", 200, "ok from shop", "text/plain; charset=utf-8"},
-		{"GET", "/no/such/thing", shop, "", 404, `{"error": "no such endpoint", "path": "/no/such/thing"}`, "application/json"},
+		// The catch-alls: one per method a client usually sends, so that
+		// nothing of these reaches the upstream that is not there.
+		{"GET", "/no/such/thing", shop, "", 404, `{"error": "no such endpoint", "method": "GET", "path": "/no/such/thing"}`, "application/json"},
+		{"HEAD", "/health", shop, "", 404, "", "application/json"},
+		{"POST", "/orders/7", shop, `{"items": []}`, 404, `{"error": "no such endpoint", "method": "POST", "path": "/orders/7"}`, "application/json"},
+		{"PUT", "/orders/7", shop, `{}`, 404, `{"error": "no such endpoint", "method": "PUT", "path": "/orders/7"}`, "application/json"},
+		{"PATCH", "/products/42", shop, `{}`, 404, `{"error": "no such endpoint", "method": "PATCH", "path": "/products/42"}`, "application/json"},
+		{"DELETE", "/products/42", shop, "", 404, `{"error": "no such endpoint", "method": "DELETE", "path": "/products/42"}`, "application/json"},
+		{"OPTIONS", "/", shop, "", 404, `{"error": "no such endpoint", "method": "OPTIONS", "path": "/"}`, "application/json"},
 	}
 	for _, c := range cases {
 		r := send(c.method, c.path, c.header, c.body)
@@ -64,6 +72,21 @@ func TestExampleMocksAnswerAsTheirCommentsSay(t *testing.T) {
 	}
 	if r := send("GET", "/products/7", shop, ""); r.header.Get("X-Served-By") != "mock product" {
 		t.Errorf("X-Served-By = %q", r.header.Get("X-Served-By"))
+	}
+	// What the comments say is left to the upstream where nothing listens,
+	// and what a body that is not JSON gets.
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		code               string
+	}{
+		{"TRACE", "/anything", "", 502, "UPSTREAM_ERROR"},
+		{"POST", "/orders", "not json", 500, "BODY_EXTRACTION_ERROR"},
+	} {
+		r := send(c.method, c.path, shop, c.body)
+		if r.status != c.status || envelopeCode(t, string(r.body)) != c.code {
+			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.path, r.status, r.body, c.status, c.code)
+		}
 	}
 	// DELETE answers 204 with no body; one time in five it takes 1 to 2 s.
 	slow := 0
