@@ -136,8 +136,18 @@ func TestAuthentication(t *testing.T) {
 	e := newEnv(t, baseDoc, nil)
 	expectCode(t, e.call(t, "GET", "/api/v1/proxies", "", ""), 401, "UNAUTHORIZED")
 	expectCode(t, e.call(t, "GET", "/api/v1/proxies", "ffffffff-0000-4000-8000-ffffffffffff", ""), 401, "UNAUTHORIZED")
-	if a := e.call(t, "GET", "/api/v1/proxies", userToken, ""); a.status != 200 {
+	a := e.call(t, "GET", "/api/v1/proxies", userToken, "")
+	if a.status != 200 {
 		t.Fatalf("a user may list: %d", a.status)
+	}
+	// The list holds only what the caller may read: alpha's own access
+	// narrows its reads to admin, so its document (and what it injects)
+	// is not in a user's list.
+	if n := len(a.body["proxies"].([]any)); n != 1 || strings.Contains(a.raw, `"alpha"`) {
+		t.Errorf("a user's list: %s", a.raw)
+	}
+	if a := e.call(t, "GET", "/api/v1/proxies", adminToken, ""); len(a.body["proxies"].([]any)) != 2 {
+		t.Errorf("an admin's list: %s", a.raw)
 	}
 	// Writes default to admin: the user token is known but not allowed.
 	expectCode(t, e.call(t, "POST", "/api/v1/proxies", userToken, `{"proxy": {"name": "new", "type": "http", "url": "http://h"}}`), 403, "FORBIDDEN")

@@ -38,11 +38,16 @@ func (s *Server) listProxies(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, ActList, nil) {
 		return
 	}
-	doc := s.ctl.Runtime().Document
+	doc, caller := s.policy(r)
 	out := struct {
 		Proxies []revisioned `json:"proxies"`
 	}{Proxies: []revisioned{}}
 	for i := range doc.Proxies {
+		// A proxy's document carries what it injects: the list shows only
+		// the proxies the caller may read, as a read of each would.
+		if !allowed(doc, caller, ActRead, &doc.Proxies[i]) {
+			continue
+		}
 		v, rev, err := proxyJSON(&doc.Proxies[i])
 		if err != nil {
 			apierr.Write(w, apierr.StoreError, err.Error())

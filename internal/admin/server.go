@@ -102,7 +102,8 @@ func (s *Server) routeTable() []route {
 	return append([]route{
 		{"GET", "/api/v1/proxies", s.listProxies, api{operationID: "listProxies",
 			tag: tagProxies, summary: "List the proxies in force", action: ActList,
-			ok:    []reply{{status: 200, means: "every proxy in the order they are tried, each with its revision", schema: "ProxyList"}},
+			about: "Only the proxies the caller may also `read` are listed: a proxy's document carries what it injects.",
+			ok:    []reply{{status: 200, means: "every proxy the caller may read, in the order they are tried, each with its revision", schema: "ProxyList"}},
 			codes: []apierr.Code{apierr.StoreError},
 		}},
 		{"POST", "/api/v1/proxies", s.createProxy, api{operationID: "createProxy",
