@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/telemetry"
 )
 
 // bodyIdle bounds how long one read of a request body may wait for the
@@ -25,6 +26,8 @@ type bodyReader struct {
 	body  io.ReadCloser
 	rc    *http.ResponseController
 	whole time.Time // when the proxy's timeout passes
+	// capture keeps the first bytes for the journal; nil when it is off.
+	capture *telemetry.Capture
 
 	// The transport reads the body from a goroutine of its own.
 	mu      sync.Mutex
@@ -34,7 +37,7 @@ type bodyReader struct {
 }
 
 func newBodyReader(ex *exchange, whole time.Time) *bodyReader {
-	return &bodyReader{body: ex.req.Body, rc: http.NewResponseController(ex.conn), whole: whole}
+	return &bodyReader{body: ex.req.Body, rc: http.NewResponseController(ex.conn), whole: whole, capture: ex.rec.RequestBody}
 }
 
 // sendsBody reports whether a request comes with a body to read.
@@ -50,6 +53,9 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	b.reading = true
 	b.mu.Unlock()
 	n, err := b.body.Read(p)
+	if b.capture != nil && n > 0 {
+		b.capture.Add(p[:n])
+	}
 	b.mu.Lock()
 	b.reading = false
 	if err == io.EOF {
