@@ -34,6 +34,7 @@ type Journal struct {
 type ring struct {
 	slots []atomic.Pointer[Entry]
 	settings
+	rec Recorder // what Active hands out, made once
 }
 
 // settings are what recording reads of the configuration.
@@ -72,6 +73,7 @@ func (j *Journal) Configure(doc *config.Document) {
 		return
 	}
 	r := &ring{}
+	r.rec = Recorder{j: j, r: r}
 	r.bodies = bodies
 	r.reveal = jc.Reveal
 	r.secret = secretsOf(string(doc.Admin.Auth.Header), jc.Reveals)
@@ -112,7 +114,7 @@ func (j *Journal) Active() *Recorder {
 	if r == nil {
 		return nil
 	}
-	return &Recorder{j: j, r: r}
+	return &r.rec
 }
 
 // Bodies is how many bytes of each body to capture.
