@@ -110,3 +110,20 @@ func (ex *exchange) clientAtFault(b *bodyReader) bool {
 	_ = b.rc.SetReadDeadline(time.Now())
 	return true
 }
+
+// journalReadWait bounds how long the journal waits for a body nothing
+// read (a mock that does not extract from it).
+const journalReadWait = time.Second
+
+// readUnreadBody reads, for the journal, the first bytes of a body that
+// nothing read, after the answer: the server would read and discard it
+// anyway to reuse the connection.
+func (ex *exchange) readUnreadBody() {
+	c := ex.rec.RequestBody
+	if c == nil || len(c.Bytes) > 0 || c.Cut || !sendsBody(ex.req) || ex.rec.Status == http.StatusSwitchingProtocols {
+		return
+	}
+	br := newBodyReader(ex, time.Now().Add(journalReadWait))
+	_, _ = io.CopyN(io.Discard, br, int64(c.Limit)+1)
+	_ = br.rc.SetReadDeadline(time.Time{})
+}
