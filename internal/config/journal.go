@@ -92,8 +92,8 @@ func (JournalSize) jsonSchema() map[string]any {
 type JournalBytes int64
 
 func (v *JournalBytes) UnmarshalYAML(n ast.Node) error {
-	if i, ok := unwrap(n).(*ast.IntegerNode); ok {
-		if z, _ := i.Value.(int64); z == 0 {
+	if _, ok := unwrap(n).(*ast.IntegerNode); ok {
+		if i, err := integerValue(n, "a byte size"); err == nil && i == 0 {
 			*v = 0
 			return nil
 		}
