@@ -53,10 +53,10 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	b.reading = true
 	b.mu.Unlock()
 	n, err := b.body.Read(p)
+	b.mu.Lock()
 	if b.capture != nil && n > 0 {
 		b.capture.Add(p[:n])
 	}
-	b.mu.Lock()
 	b.reading = false
 	if err == io.EOF {
 		b.done = true
@@ -111,6 +111,16 @@ func (ex *exchange) clientAtFault(b *bodyReader) bool {
 	return true
 }
 
+// endCapture stops capturing, and runs record while no read can add to
+// the capture: the transport may still be reading the body from a
+// goroutine of its own when the answer is complete.
+func (b *bodyReader) endCapture(record func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.capture = nil
+	record()
+}
+
 // journalReadWait bounds how long the journal waits for a body nothing
 // read (a mock that does not extract from it).
 const journalReadWait = time.Second
@@ -120,7 +130,8 @@ const journalReadWait = time.Second
 // anyway to reuse the connection.
 func (ex *exchange) readUnreadBody() {
 	c := ex.rec.RequestBody
-	if c == nil || len(c.Bytes) > 0 || c.Cut || !sendsBody(ex.req) || ex.rec.Status == http.StatusSwitchingProtocols {
+	// A forwarded body is the transport's to read, from its own goroutine.
+	if c == nil || ex.body != nil || len(c.Bytes) > 0 || c.Cut || !sendsBody(ex.req) || ex.rec.Status == http.StatusSwitchingProtocols {
 		return
 	}
 	br := newBodyReader(ex, time.Now().Add(journalReadWait))

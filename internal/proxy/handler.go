@@ -336,7 +336,13 @@ func (h *Handler) finish(ex *exchange) {
 func (h *Handler) logRequest(ex *exchange) {
 	h.metrics.ObserveProxy(&ex.rec)
 	h.log.LogRequest(&ex.rec)
-	if ex.journal != nil {
-		ex.journal.Record(&ex.rec, ex.start)
+	if ex.journal == nil {
+		return
 	}
+	record := func() { ex.journal.Record(&ex.rec, ex.start) }
+	if ex.body != nil {
+		ex.body.endCapture(record)
+		return
+	}
+	record()
 }
