@@ -25,6 +25,7 @@ var exampleChecks = map[string]func(t *testing.T, root string){
 	"access.yaml":        checkAccessExample,
 	"seeded.yaml":        checkSeededExample,
 	"postgres.yaml":      checkPostgresExample,
+	"retry.yaml":         checkRetryExample,
 }
 
 // TestEveryExample validates every examples/*.yaml through the binary,

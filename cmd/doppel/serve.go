@@ -22,6 +22,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/control"
 	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/proxy"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
@@ -91,6 +92,14 @@ func newMetrics(doc *config.Document, ctl *change.Controller) *telemetry.Metrics
 	publishMocks(metrics, nil, ctl.Runtime())
 	ctl.OnSwap(func(old, next *runtime.Runtime) { publishMocks(metrics, old, next) })
 	return metrics
+}
+
+// newJournal makes the request journal, which outlives the runtime: a
+// reload resizes it when journal.size changes.
+func newJournal(ctl *change.Controller) *journal.Journal {
+	jr := journal.New(ctl.Runtime().Document)
+	ctl.OnSwap(func(_, next *runtime.Runtime) { jr.Configure(next.Document) })
+	return jr
 }
 
 // publishMocks republishes doppel_proxy_mocks for the runtime now in force;
@@ -224,6 +233,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	holder := runtime.NewHolder(rt)
 	ctl := change.New(holder, st, logger)
 	metrics := newMetrics(doc, ctl)
+	jr := newJournal(ctl)
 
 	following, stopFollowing := context.WithCancel(context.Background())
 	defer stopFollowing()
@@ -249,13 +259,13 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
-	proxies, err := listenProxy(f, doc, holder, envTokens, logger, metrics, reporter)
+	proxies, err := listenProxy(f, doc, holder, envTokens, logger, metrics, reporter, jr)
 	if err != nil {
 		return err
 	}
 	var admins listening
 	if *doc.Admin.Enable {
-		api := admin.New(ctl, envTokens, logger)
+		api := admin.New(ctl, envTokens, logger, jr)
 		api.Seeded = f.seed != ""
 		api.Metrics = metrics.Handler()
 		if admins, err = listenAdmin(f, doc, api, metrics, logger); err != nil {
@@ -394,7 +404,7 @@ func openStore(opts store.Options, doc *config.Document, pg *postgres.Store) (st
 
 // listenProxy binds the proxy listener and builds its server.
 func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder, envTokens []admin.Token,
-	logger *telemetry.Logger, metrics *telemetry.Metrics, reporter *telemetry.Reporter) (listening, error) {
+	logger *telemetry.Logger, metrics *telemetry.Metrics, reporter *telemetry.Reporter, jr *journal.Journal) (listening, error) {
 	addr := cmp.Or(f.proxyAddr, net.JoinHostPort(doc.Server.Host.String(), strconv.Itoa(int(doc.Server.Port))))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -421,6 +431,7 @@ func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder, en
 			Reporter:  reporter,
 			// The document's tokens are the runtime's, current after a reload.
 			AdminTokens: tokenDigests(envTokens),
+			Journal:     jr,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/store/file"
 	"github.com/doppelproxy/doppel/internal/telemetry"
@@ -54,6 +55,7 @@ type env struct {
 	st   *file.Store
 	path string
 	dir  string
+	jr   *journal.Journal
 }
 
 func newEnv(t *testing.T, doc string, envTokens []Token) *env {
@@ -74,11 +76,12 @@ func newEnv(t *testing.T, doc string, envTokens []Token) *env {
 	rt, _ := runtime.Compile(snap.Document)
 	ctl := change.New(runtime.NewHolder(rt), st, nil)
 	// Every answer is held to the OpenAPI document (openapi_test.go).
-	api := New(ctl, envTokens, nil)
+	jr := journal.New(snap.Document)
+	api := New(ctl, envTokens, nil, jr)
 	api.Metrics = telemetry.NewMetrics("test", true).Handler()
 	srv := httptest.NewServer(documented(t, api))
 	t.Cleanup(srv.Close)
-	return &env{Server: srv, ctl: ctl, st: st, path: path, dir: dir}
+	return &env{Server: srv, ctl: ctl, st: st, path: path, dir: dir, jr: jr}
 }
 
 type answer struct {

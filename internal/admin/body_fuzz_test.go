@@ -34,7 +34,7 @@ func fuzzServer(f *testing.F) *Server {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return New(change.New(runtime.NewHolder(rt), st, nil), nil, nil)
+	return New(change.New(runtime.NewHolder(rt), st, nil), nil, nil, nil)
 }
 
 // checkAnswer asserts what every answer to a body must be: under 500, and

@@ -31,6 +31,7 @@ type api struct {
 	about        string        // more, in Markdown; optional
 	action       Action        // the action a caller needs; "" when anyone may call it
 	headers      []string      // request headers it reads, from requestHeaders
+	query        []string      // query parameters it reads, from queryParams
 	body         bodyKind      // what the request body is
 	ok           []reply       // the answers that are not errors
 	codes        []apierr.Code // the error codes it answers; 401 and 403 follow from action
@@ -43,6 +44,7 @@ const (
 	proxyCreateBody          // {"proxy": {...}}
 	proxyUpdateBody          // {"revision", "proxy"}, or a bare proxy with If-Match
 	rawBody                  // a file's bytes, as they are
+	verifyBody               // a journal verification
 )
 
 // reply is one answer that is not an error.
@@ -65,6 +67,7 @@ const (
 	tagProxies   = "proxies"
 	tagTemplates = "templates"
 	tagConfig    = "configuration"
+	tagJournal   = "journal"
 	tagDocs      = "documentation"
 	tagDashboard = "dashboard"
 )
@@ -73,6 +76,7 @@ var tags = []struct{ name, about string }{
 	{tagProxies, "The proxy documents in force. Each has a revision: an update carries the one it is based on."},
 	{tagTemplates, "The files a proxy's mocks name in `response.template`."},
 	{tagConfig, "The running configuration as a whole, and what the caller may do."},
+	{tagJournal, "The requests the proxy listener handled, kept in memory (`journal.size`), and verification of what a client did."},
 	{tagDocs, "This document and a browser UI over it. Outside `/api/`; no token needed."},
 	{tagDashboard, "The browser dashboard, a client of the API above with the same token rules. Absent with `admin.dashboard: false`."},
 }
@@ -90,6 +94,21 @@ var codeMeaning = map[apierr.Code]string{
 	apierr.UploadTooLarge:      "the body is over the limit: 1 MiB for a proxy document, `admin.upload.limit` for a file",
 	apierr.TemplateNotDeclared: "no mock of the proxy names the file in `response.template`",
 	apierr.StoreError:          "the store failed, or a change was stored but could not be put in force (a reload retries it)",
+	apierr.VerificationFailed:  "a condition did not hold; the message says which, and the body adds `matched`, `gaps_ms` and the matched `requests`",
+}
+
+// filterQuery are the journal's filters, since and limit last (a stream
+// has neither).
+var filterQuery = []string{"proxy", "mock", "method", "path", "session", "since", "limit"}
+
+var queryParams = map[string]map[string]any{
+	"proxy":   {"description": "Only this proxy's entries. Clearing: may be repeated.", "schema": map[string]any{"type": "string"}},
+	"mock":    {"description": "Only the entries this mock answered.", "schema": map[string]any{"type": "string"}},
+	"method":  {"description": "Only this method (any case).", "schema": map[string]any{"type": "string"}, "example": "POST"},
+	"path":    {"description": "Only paths this regular expression matches (unanchored).", "schema": map[string]any{"type": "string"}, "example": "^/orders"},
+	"session": {"description": "Only this session's entries.", "schema": map[string]any{"type": "string"}},
+	"since":   {"description": "Only entries after this one: an entry's `id`, or an RFC 3339 time (exclusive).", "schema": map[string]any{"type": "string"}},
+	"limit":   {"description": "Only the newest this many (still oldest first), 1 to `journal.size`.", "schema": map[string]any{"type": "integer", "minimum": 1}},
 }
 
 // pathParams describes each {name} a pattern may hold.
@@ -225,6 +244,17 @@ func operation(rt route) map[string]any {
 		p["name"], p["in"], p["required"] = m[1], "path", true
 		params = append(params, p)
 	}
+	for _, q := range a.query {
+		p, ok := queryParams[q]
+		if !ok {
+			panic("route " + rt.method + " " + rt.pattern + ": undescribed query parameter " + q)
+		}
+		param := map[string]any{"name": q, "in": "query"}
+		for k, v := range p {
+			param[k] = v
+		}
+		params = append(params, param)
+	}
 	for _, h := range a.headers {
 		if _, ok := requestHeaders[h]; !ok {
 			panic("route " + rt.method + " " + rt.pattern + ": undescribed header " + h)
@@ -254,6 +284,15 @@ func requestBody(kind bodyKind) map[string]any {
 	case proxyUpdateBody:
 		return map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
 			"schema": ref("ProxyUpdate"), "example": map[string]any{"revision": "3f1c2a9b8d7e6f50", "proxy": exampleProxy},
+		}}}
+	case verifyBody:
+		return map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
+			"schema": ref("Verification"), "example": map[string]any{
+				"match":       map[string]any{"proxy": "billing-api", "method": "POST", "path": "^/charges$", "headers": map[string]any{"Idempotency-Key": "^k-1$"}},
+				"count":       map[string]any{"min": 1, "max": 4},
+				"gaps_ms":     map[string]any{"min": 100},
+				"same_header": "Idempotency-Key",
+			},
 		}}}
 	case rawBody:
 		return map[string]any{"required": true, "content": map[string]any{"application/octet-stream": map[string]any{
@@ -488,6 +527,24 @@ func answerSchemas() map[string]any {
 				"additionalProperties": object(perProxyNames, perProxy),
 			},
 		}),
+		"RequestList": object([]string{"requests", "dropped"}, map[string]any{
+			"requests": map[string]any{"type": "array", "items": ref("RequestEntry"), "description": "Oldest first."},
+			"dropped":  withDescription(count, "Entries the ring forgot since start to make room for newer ones."),
+		}),
+		"RequestEntry": requestEntrySchema(),
+		"Verification": verificationSchema(),
+		"VerifyFailure": object([]string{"status", "message", "code", "matched", "gaps_ms", "requests"}, map[string]any{
+			"status":   map[string]any{"const": "error"},
+			"message":  map[string]any{"type": "string", "description": "Which condition failed, and how."},
+			"code":     map[string]any{"const": string(apierr.VerificationFailed)},
+			"matched":  withDescription(count, "How many entries match."),
+			"gaps_ms":  map[string]any{"type": "array", "items": map[string]any{"type": "number"}},
+			"requests": map[string]any{"type": "array", "items": ref("RequestEntry"), "description": "The matched entries, oldest first."},
+		}),
+		"VerifyResult": object([]string{"matched", "gaps_ms"}, map[string]any{
+			"matched": withDescription(count, "How many entries match."),
+			"gaps_ms": map[string]any{"type": "array", "items": map[string]any{"type": "number"}, "description": "Milliseconds between consecutive matched entries."},
+		}),
 		"StatusReport": object([]string{"uptime_seconds", "revision", "seeded", "proxies"}, map[string]any{
 			"uptime_seconds": count,
 			"seeded":         map[string]any{"type": "boolean", "description": "Whether fault rolls are reproducible (serve --seed); the seed is not shown."},
@@ -556,4 +613,55 @@ func matchesETag(header, etag string) bool {
 		}
 	}
 	return false
+}
+
+func requestEntrySchema() map[string]any {
+	str := map[string]any{"type": "string"}
+	nullStr := map[string]any{"type": []any{"string", "null"}}
+	headers := map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "array", "items": str},
+		"description": "Name -> values. The admin auth header, Authorization, Proxy-Authorization and Cookie are `***` unless `journal.reveal` lists them."}
+	body := map[string]any{"description": "The first `journal.bodies` bytes: the text when UTF-8, else `{\"base64\": ...}`.",
+		"oneOf": []any{str, object([]string{"base64"}, map[string]any{"base64": str})}}
+	ms := map[string]any{"type": "number", "minimum": 0}
+	return object([]string{"id", "time", "proxy", "mock", "session", "method", "path", "query", "headers", "body", "body_truncated",
+		"status", "response_headers", "response_body", "response_body_truncated", "fault", "duration_ms", "upstream_ms", "client"},
+		map[string]any{
+			"id":                      withDescription(str, "The X-Request-ID."),
+			"time":                    map[string]any{"type": "string", "format": "date-time", "description": "When it arrived, RFC 3339 with nanoseconds."},
+			"proxy":                   withDescription(str, "The proxy that handled it; empty when none resolved."),
+			"mock":                    withDescription(nullStr, "The mock that answered, or null."),
+			"session":                 withDescription(nullStr, "The session it belonged to, or null."),
+			"method":                  str,
+			"path":                    withDescription(str, "As sent, without the query."),
+			"query":                   withDescription(str, "The raw query string as sent."),
+			"headers":                 headers,
+			"body":                    body,
+			"body_truncated":          map[string]any{"type": "boolean"},
+			"status":                  map[string]any{"type": "integer"},
+			"response_headers":        map[string]any{"type": []any{"object", "null"}, "additionalProperties": map[string]any{"type": "array", "items": str}},
+			"response_body":           body,
+			"response_body_truncated": map[string]any{"type": "boolean"},
+			"fault": object([]string{"replace", "loss", "abort", "hang", "latency_ms"}, map[string]any{
+				"replace": map[string]any{"type": "boolean"}, "loss": map[string]any{"type": "boolean"},
+				"abort": nullStr, "hang": map[string]any{"type": "boolean"}, "latency_ms": ms,
+			}),
+			"duration_ms": withDescription(ms, "To the response headers."),
+			"upstream_ms": map[string]any{"type": []any{"number", "null"}, "description": "The upstream's time, or null when none answered."},
+			"client":      withDescription(str, "The peer's IP."),
+		})
+}
+
+func verificationSchema() map[string]any {
+	str := map[string]any{"type": "string"}
+	rng := object(nil, map[string]any{"min": map[string]any{"type": "number", "minimum": 0}, "max": map[string]any{"type": "number", "minimum": 0}})
+	return object(nil, map[string]any{
+		"match": object(nil, map[string]any{
+			"proxy": str, "mock": str, "method": str, "session": str,
+			"path":    withDescription(str, "A regular expression over the path (unanchored)."),
+			"headers": map[string]any{"type": "object", "additionalProperties": str, "description": "Header name -> a regular expression one of its values must match."},
+		}),
+		"count":       withDescription(rng, "How many entries may match."),
+		"gaps_ms":     withDescription(rng, "Milliseconds between consecutive matched entries."),
+		"same_header": withDescription(str, "A header every matched entry carries with one value, such as Idempotency-Key."),
+	})
 }

@@ -46,7 +46,7 @@ func TestDocumentAndRoutesAgree(t *testing.T) {
 	if doc["openapi"] != "3.1.0" {
 		t.Fatalf("openapi: %v", doc["openapi"])
 	}
-	routes := New(e.ctl, nil, nil).routeTable()
+	routes := New(e.ctl, nil, nil, nil).routeTable()
 	for _, rt := range routes {
 		if operationOf(doc, rt.pattern, rt.method) == nil {
 			t.Errorf("%s %s is served but not documented", rt.method, rt.pattern)
@@ -138,7 +138,7 @@ func TestDocumentedActionsAreEnforced(t *testing.T) {
 	for _, act := range actions {
 		doc := strings.Replace(baseDoc, "    list: [admin, user]\n    read: [admin, user]\n", "    "+string(act)+": [user]\n", 1)
 		e := newEnv(t, doc, nil)
-		for _, rt := range New(e.ctl, nil, nil).routeTable() {
+		for _, rt := range New(e.ctl, nil, nil, nil).routeTable() {
 			path := param.ReplaceAllStringFunc(rt.pattern, func(m string) string { return sample[m[1:len(m)-1]] })
 			if rt.api.action == "" {
 				if a := e.call(t, rt.method, path, "", ""); a.status == 401 || a.status == 403 {
@@ -242,6 +242,10 @@ var publishedOperationIDs = map[string]string{
 	"GET /api/v1/access":                             "access",
 	"GET /api/v1/schema":                             "schema",
 	"GET /api/v1/status":                             "status",
+	"GET /api/v1/requests":                           "listRequests",
+	"DELETE /api/v1/requests":                        "clearRequests",
+	"GET /api/v1/requests/stream":                    "streamRequests",
+	"POST /api/v1/requests/verify":                   "verifyRequests",
 	"GET /metrics":                                   "metrics",
 	"GET /openapi.json":                              "openAPI",
 	"GET /swagger-ui/":                               "swaggerUI",
@@ -256,7 +260,7 @@ var publishedOperationIDs = map[string]string{
 // published with.
 func TestOperationIDs(t *testing.T) {
 	e := newEnv(t, baseDoc, nil)
-	routes := New(e.ctl, nil, nil).routeTable()
+	routes := New(e.ctl, nil, nil, nil).routeTable()
 	if !slices.ContainsFunc(routes, func(rt route) bool { return rt.pattern == "/robots.txt" }) {
 		t.Fatal("the table has no dashboard routes; this test needs them")
 	}
@@ -288,7 +292,7 @@ func TestOperationIDs(t *testing.T) {
 
 func TestDocumentGolden(t *testing.T) {
 	e := newEnv(t, baseDoc, nil)
-	doc := openAPIDocument(New(e.ctl, nil, nil).routeTable(), "X-Proxy-Authorization")
+	doc := openAPIDocument(New(e.ctl, nil, nil, nil).routeTable(), "X-Proxy-Authorization")
 	doc["info"].(map[string]any)["version"] = "(version)"
 	got, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

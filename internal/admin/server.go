@@ -15,6 +15,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 )
 
@@ -27,6 +28,7 @@ type Server struct {
 	Metrics http.Handler
 
 	ctl     *change.Controller
+	journal *journal.Journal
 	env     []Token
 	log     *telemetry.Logger
 	started time.Time
@@ -39,12 +41,12 @@ type Server struct {
 }
 
 // New builds the admin API over the controller; env are the tokens of
-// DOPPEL_ADMIN_TOKENS.
-func New(ctl *change.Controller, env []Token, log *telemetry.Logger) *Server {
+// DOPPEL_ADMIN_TOKENS, j the request journal (nil: none is kept).
+func New(ctl *change.Controller, env []Token, log *telemetry.Logger, j *journal.Journal) *Server {
 	if log == nil {
 		log = telemetry.Nop()
 	}
-	s := &Server{ctl: ctl, env: env, log: log, started: time.Now()}
+	s := &Server{ctl: ctl, journal: j, env: env, log: log, started: time.Now()}
 	a := ctl.Runtime().Document.Admin
 	s.dashboard = a.Dashboard == nil || *a.Dashboard
 	s.title = string(a.Title)
@@ -161,6 +163,38 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/status", s.status, api{operationID: "status",
 			tag: tagConfig, summary: "Uptime, revision and proxies in force",
 			ok: []reply{{status: 200, means: "upstreams without their credentials", schema: "StatusReport"}},
+		}},
+		{"GET", "/api/v1/requests", s.listRequests, api{operationID: "listRequests",
+			tag: tagJournal, summary: "The journal's requests", action: ActRead, query: filterQuery,
+			about: "The requests the proxy listener handled, oldest first, of the proxies the caller may `read`; " +
+				"a caller who may read none is refused. `dropped` counts the entries the ring forgot since start to make room.",
+			ok:    []reply{{status: 200, means: "the entries that pass the filters", schema: "RequestList"}},
+			codes: []apierr.Code{apierr.ConfigInvalid},
+		}},
+		{"DELETE", "/api/v1/requests", s.clearRequests, api{operationID: "clearRequests",
+			tag: tagJournal, summary: "Clear the journal", action: ActUpdate, query: []string{"proxy"},
+			about: "Forgets the entries of each proxy named (`update` on each), or of every proxy the caller may update.",
+			ok:    []reply{{status: 204, means: "cleared"}},
+			codes: []apierr.Code{apierr.ConfigInvalid},
+		}},
+		{"GET", "/api/v1/requests/stream", s.streamRequests, api{operationID: "streamRequests",
+			tag: tagJournal, summary: "New requests as Server-Sent Events", action: ActRead, query: filterQuery[:5],
+			about: "Each new entry that passes the filters is an event `request` whose data is the entry. A subscriber that falls behind " +
+				"loses entries, never slows the proxy, and is told by an event `dropped` with data `{\"dropped\": n}`.",
+			ok:    []reply{{status: 200, means: "the stream, until the client leaves", media: []string{"text/event-stream"}, schema: schemaText}},
+			codes: []apierr.Code{apierr.ConfigInvalid},
+		}},
+		{"POST", "/api/v1/requests/verify", s.verifyRequests, api{operationID: "verifyRequests",
+			tag: tagJournal, summary: "Verify what a client did", action: ActRead, body: verifyBody,
+			about: "Selects the entries `match` names among those the caller may read and checks `count`, the gaps between consecutive ones " +
+				"(`gaps_ms`: a backoff) and that all carry one value of `same_header` (a retry kept its key). At most 64 KiB.",
+			ok: []reply{
+				{status: 200, means: "every condition holds", schema: "VerifyResult"},
+				// The envelope with what was found: a failed verification is
+				// an answer a test reads, not only an error.
+				{status: 409, means: "`VERIFICATION_FAILED`: " + codeMeaning[apierr.VerificationFailed] + ".", schema: "VerifyFailure"},
+			},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.UploadTooLarge},
 		}},
 		{"GET", "/metrics", s.metrics, api{operationID: "metrics",
 			tag: tagDocs, summary: "Prometheus metrics",

@@ -45,6 +45,8 @@ const (
 	RequestTimeout     Code = "REQUEST_TIMEOUT"      // the client stopped sending its body
 	// The process-wide rendering budget is spent by renders under way.
 	RenderBudgetExhausted Code = "RENDER_BUDGET_EXHAUSTED"
+	// A journal verification whose conditions did not all hold (SPEC §17.4).
+	VerificationFailed Code = "VERIFICATION_FAILED"
 )
 
 var statuses = map[Code]int{
@@ -73,6 +75,7 @@ var statuses = map[Code]int{
 	InvalidRequestBody:    http.StatusBadRequest,
 	RequestTimeout:        http.StatusRequestTimeout,
 	RenderBudgetExhausted: http.StatusServiceUnavailable,
+	VerificationFailed:    http.StatusConflict,
 }
 
 // Codes lists every code, for documentation and tests.

@@ -76,7 +76,10 @@ func (w *writer) WriteHeader(status int) {
 	}
 	w.started = true
 	h := w.Header()
-	if status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified && h.Get("Content-Encoding") == "" {
+	// A stream of events is flushed event by event: compressing would hold
+	// them back.
+	if status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified && h.Get("Content-Encoding") == "" &&
+		!strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
 		h.Set("Content-Encoding", w.enc)
 		h.Del("Content-Length")
 		switch w.enc {

@@ -33,7 +33,15 @@ var canonicalOptions = []yaml.EncodeOption{
 // Canonical writes a normalised document back as YAML: defaults explicit,
 // URLs normalised, sizes as integers, keys in a fixed order and map keys
 // sorted. Comments and formatting are not kept; content is.
+//
+// A journal with every default is left out: the section came after
+// Doppel 1.1, whose documents keep their revisions.
 func Canonical(d *Document) ([]byte, error) {
+	if d.Journal.isDefault() {
+		c := *d
+		c.Journal = nil
+		d = &c
+	}
 	return yaml.MarshalWithOptions(d, canonicalOptions...)
 }
 

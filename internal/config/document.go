@@ -22,6 +22,7 @@ type Document struct {
 	Control   Control   `yaml:"control" doc:"The Unix socket that doppel config reload and doppel token add talk to."`
 	Templates Templates `yaml:"templates" doc:"Where mock template files are read from and uploaded to."`
 	Sentry    *Sentry   `yaml:"sentry,omitempty" doc:"Optional error reporting. Absent, or an empty DSN, disables it."`
+	Journal   *Journal  `yaml:"journal,omitempty" doc:"The request journal: the newest requests of the proxy listener, kept in memory for the admin API (GET /api/v1/requests). On by default."`
 }
 
 // Server is the proxy listener.
@@ -113,6 +114,7 @@ type Proxy struct {
 	RewriteRedirects *bool                      `yaml:"rewrite_redirects" doc:"Point a redirect into this proxy's upstream back at Doppel. Defaults to true."`
 	RewriteURLs      *bool                      `yaml:"rewrite_urls" doc:"Rewrite the upstream's own address to Doppel's in text bodies. Defaults to true."`
 	Mocks            []Mock                     `yaml:"mocks,omitempty" doc:"Mocks in the order they are tried; the first match wins."`
+	Receipts         Receipts                   `yaml:"receipts,omitempty" doc:"Put X-Doppel-Fault on every answer, naming the faults that fired (replace, loss, abort, latency): true, or on_request for requests sending X-Doppel-Receipt: 1. Defaults to false."`
 }
 
 // Resolve says how requests reach a proxy.
@@ -246,6 +248,10 @@ func (d *Document) Normalize() {
 	if d.Sentry != nil && d.Sentry.DSN == "" {
 		d.Sentry = nil
 	}
+	if d.Journal == nil {
+		d.Journal = &Journal{}
+	}
+	d.Journal.normalize()
 }
 
 // Normalize fills in a proxy's defaults.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 )
@@ -60,7 +61,13 @@ func BenchmarkForwardBareReverseProxy(b *testing.B) {
 	runForward(b, rp)
 }
 
-func BenchmarkForwardDoppel(b *testing.B) {
+func BenchmarkForwardDoppel(b *testing.B) { benchForwardDoppel(b, false) }
+
+// BenchmarkForwardDoppelJournal is BenchmarkForwardDoppel with the
+// journal on, as by default: what recording costs.
+func BenchmarkForwardDoppelJournal(b *testing.B) { benchForwardDoppel(b, true) }
+
+func benchForwardDoppel(b *testing.B, journaled bool) {
 	up := benchUpstream(b)
 	doc, err := config.Load([]byte(oneProxy(up.URL+"/api/", "")))
 	if err != nil {
@@ -69,7 +76,11 @@ func BenchmarkForwardDoppel(b *testing.B) {
 	rt, _ := runtime.Compile(doc)
 	logger := telemetry.NewLogger(io.Discard, "info", "json")
 	defer logger.Flush()
-	runForward(b, New(runtime.NewHolder(rt), Options{Log: logger}))
+	opts := Options{Log: logger}
+	if journaled {
+		opts.Journal = journal.New(doc)
+	}
+	runForward(b, New(runtime.NewHolder(rt), opts))
 }
 
 // BenchmarkMock is the mock path end to end inside the handler: match,
@@ -77,7 +88,12 @@ func BenchmarkForwardDoppel(b *testing.B) {
 // and a header template, and write the answer.
 //
 //	go test ./internal/proxy -run '^$' -bench Mock -benchmem
-func BenchmarkMock(b *testing.B) {
+func BenchmarkMock(b *testing.B) { benchMock(b, false) }
+
+// BenchmarkJournalMock is BenchmarkMock with the journal on.
+func BenchmarkJournalMock(b *testing.B) { benchMock(b, true) }
+
+func benchMock(b *testing.B, journaled bool) {
 	doc, err := config.Load([]byte(oneProxy("http://127.0.0.1:1", `mocks:
   - name: other
     request: {method: POST, url: "^/orders$"}
@@ -99,7 +115,11 @@ func BenchmarkMock(b *testing.B) {
 	rt, _ := runtime.Compile(doc)
 	logger := telemetry.NewLogger(io.Discard, "info", "json")
 	defer logger.Flush()
-	h := New(runtime.NewHolder(rt), Options{Log: logger})
+	opts := Options{Log: logger}
+	if journaled {
+		opts.Journal = journal.New(doc)
+	}
+	h := New(runtime.NewHolder(rt), opts)
 	// One parsed request is served over and over: what is measured is the
 	// handler, not the parsing of a request line.
 	req := httptest.NewRequest(http.MethodGet, "http://doppel.test/products/42?page=2", nil)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/telemetry"
 )
 
 // bodyIdle bounds how long one read of a request body may wait for the
@@ -25,6 +26,8 @@ type bodyReader struct {
 	body  io.ReadCloser
 	rc    *http.ResponseController
 	whole time.Time // when the proxy's timeout passes
+	// capture keeps the first bytes for the journal; nil when it is off.
+	capture *telemetry.Capture
 
 	// The transport reads the body from a goroutine of its own.
 	mu      sync.Mutex
@@ -34,7 +37,7 @@ type bodyReader struct {
 }
 
 func newBodyReader(ex *exchange, whole time.Time) *bodyReader {
-	return &bodyReader{body: ex.req.Body, rc: http.NewResponseController(ex.conn), whole: whole}
+	return &bodyReader{body: ex.req.Body, rc: http.NewResponseController(ex.conn), whole: whole, capture: ex.rec.RequestBody}
 }
 
 // sendsBody reports whether a request comes with a body to read.
@@ -51,6 +54,9 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	b.mu.Unlock()
 	n, err := b.body.Read(p)
 	b.mu.Lock()
+	if b.capture != nil && n > 0 {
+		b.capture.Add(p[:n])
+	}
 	b.reading = false
 	if err == io.EOF {
 		b.done = true
@@ -103,4 +109,32 @@ func (ex *exchange) clientAtFault(b *bodyReader) bool {
 	// otherwise wait for the rest of the body before closing it.
 	_ = b.rc.SetReadDeadline(time.Now())
 	return true
+}
+
+// endCapture stops capturing, and runs record while no read can add to
+// the capture: the transport may still be reading the body from a
+// goroutine of its own when the answer is complete.
+func (b *bodyReader) endCapture(record func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.capture = nil
+	record()
+}
+
+// journalReadWait bounds how long the journal waits for a body nothing
+// read (a mock that does not extract from it).
+const journalReadWait = time.Second
+
+// readUnreadBody reads, for the journal, the first bytes of a body that
+// nothing read, after the answer: the server would read and discard it
+// anyway to reuse the connection.
+func (ex *exchange) readUnreadBody() {
+	c := ex.rec.RequestBody
+	// A forwarded body is the transport's to read, from its own goroutine.
+	if c == nil || ex.body != nil || len(c.Bytes) > 0 || c.Cut || !sendsBody(ex.req) || ex.rec.Status == http.StatusSwitchingProtocols {
+		return
+	}
+	br := newBodyReader(ex, time.Now().Add(journalReadWait))
+	_, _ = io.CopyN(io.Discard, br, int64(c.Limit)+1)
+	_ = br.rc.SetReadDeadline(time.Time{})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 )
@@ -52,6 +53,33 @@ type exchange struct {
 	upstreamConn  *headerConn // the HTTP/1 connection that answered, if NewTransport dialed it
 	// trace tells gotConn which connection serves the exchange.
 	trace httptrace.ClientTrace
+
+	// journal records the exchange when the journal is on; nil otherwise,
+	// and then nothing of it is captured.
+	journal *journal.Recorder
+}
+
+// journaled makes the record carry what the journal keeps of the request
+// beyond what the log line does.
+func (ex *exchange) journaled(j *journal.Recorder) {
+	ex.journal = j
+	r := &ex.rec
+	r.Query = ex.req.URL.RawQuery
+	r.Client = peerIP(ex.req.RemoteAddr)
+	r.RequestHeader = ex.req.Header
+	r.ResponseHeader = ex.conn.Header()
+	if n := j.Bodies(); n > 0 {
+		r.RequestBody = &telemetry.Capture{Limit: n}
+		r.ResponseBody = &telemetry.Capture{Limit: n}
+	}
+}
+
+// peerIP is the client's address without its port.
+func peerIP(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
 }
 
 var _ fault.Exchange = (*exchange)(nil)
@@ -82,6 +110,9 @@ func (ex *exchange) WriteHeader(code int) {
 	ex.rec.Status = code
 	ex.rec.Duration = time.Since(ex.start)
 	ex.w.Header().Set(headerRequestID, ex.rec.RequestID)
+	if ex.wantsReceipt() {
+		ex.w.Header().Set(headerReceipt, receipt(&ex.rec))
+	}
 	ex.w.WriteHeader(code)
 }
 
@@ -149,6 +180,9 @@ func (ex *exchange) clientLeft() {
 func (ex *exchange) Write(b []byte) (int, error) {
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
+	}
+	if c := ex.rec.ResponseBody; c != nil {
+		c.Add(b)
 	}
 	return ex.w.Write(b)
 }

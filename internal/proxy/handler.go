@@ -27,6 +27,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/telemetry"
@@ -47,6 +48,7 @@ type Handler struct {
 	forward   *httputil.ReverseProxy
 	templates *render.Files
 	external  *External
+	journal   *journal.Journal
 }
 
 // Options configure a Handler.
@@ -70,6 +72,9 @@ type Options struct {
 	// AdminTokens are the admin tokens of the environment by digest, name
 	// by name (the document's are the runtime's): removed from requests.
 	AdminTokens map[config.TokenDigest]string
+	// Journal records every request; nothing is recorded when nil or
+	// off (journal.size 0).
+	Journal *journal.Journal
 }
 
 // New builds the handler over the runtime held by h.
@@ -94,6 +99,7 @@ func New(h *runtime.Holder, opts Options) *Handler {
 		metrics:   opts.Metrics,
 		reporter:  opts.Reporter,
 		envTokens: opts.AdminTokens,
+		journal:   opts.Journal,
 	}
 	handler.forward = handler.newForwarder(opts.Transport, opts.Log.Logger)
 	return handler
@@ -103,6 +109,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex := &exchange{w: w, conn: w, req: r, start: time.Now()}
 	id, minted := h.requestID(r)
 	ex.rec = telemetry.Exchange{RequestID: id, Method: r.Method, Path: loggedPath(r)}
+	if j := h.journal.Active(); j != nil {
+		ex.journaled(j)
+	}
 	defer h.finish(ex)
 	rt := h.runtime.Load()
 
@@ -316,12 +325,24 @@ func (h *Handler) finish(ex *exchange) {
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
 	}
+	if ex.journal != nil {
+		ex.readUnreadBody()
+	}
 	h.logRequest(ex)
 }
 
 // logRequest records a finished request: its one record feeds the
-// metrics and the request line.
+// metrics, the request line and the journal.
 func (h *Handler) logRequest(ex *exchange) {
 	h.metrics.ObserveProxy(&ex.rec)
 	h.log.LogRequest(&ex.rec)
+	if ex.journal == nil {
+		return
+	}
+	record := func() { ex.journal.Record(&ex.rec, ex.start) }
+	if ex.body != nil {
+		ex.body.endCapture(record)
+		return
+	}
+	record()
 }

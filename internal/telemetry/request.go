@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -34,6 +35,39 @@ type Exchange struct {
 	// AdminTokenRemoved names the admin token the request carried to the
 	// proxy listener, removed before anything saw it; "" when none.
 	AdminTokenRemoved string
+
+	// What only the journal reads, filled only while it is on: the
+	// request as sent (its headers once an admin token is withheld), the
+	// answer's headers, and the first bytes of both bodies.
+	Query          string
+	Client         string // the peer's IP
+	RequestHeader  http.Header
+	ResponseHeader http.Header
+	RequestBody    *Capture
+	ResponseBody   *Capture
+}
+
+// Capture keeps the first Limit bytes of a body as it passes; Cut says
+// more came.
+type Capture struct {
+	Limit int
+	Bytes []byte
+	Cut   bool
+}
+
+// Add keeps what fits of p.
+func (c *Capture) Add(p []byte) {
+	room := c.Limit - len(c.Bytes)
+	if len(p) > room {
+		p = p[:room]
+		c.Cut = true
+	}
+	if len(p) > 0 {
+		if c.Bytes == nil {
+			c.Bytes = make([]byte, 0, min(c.Limit, max(len(p), 512)))
+		}
+		c.Bytes = append(c.Bytes, p...)
+	}
 }
 
 // Fired reports whether the fault of that name fired.

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+const retryToken = "retry-example-token-0123456789abcdef"
+
+// checkRetryExample: a real client with a retry policy (examples/retry)
+// against examples/retry.yaml, which drops half of POST /pay; the journal
+// then verifies, call by call, that it made at most 4 attempts at least
+// 100 ms apart and kept its Idempotency-Key, and refuses a stricter claim.
+func checkRetryExample(t *testing.T, root string) {
+	s := serveExample(t, root, "retry.yaml", nil)
+	defer s.stop(t)
+	bin := filepath.Join(t.TempDir(), "retry")
+	if out, err := exec.Command("go", "build", "-o", bin, repoPath(t, "examples/retry")).CombinedOutput(); err != nil {
+		t.Fatalf("building examples/retry: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, bin, "--url", s.proxy, "--calls", "6").CombinedOutput()
+	lines := regexp.MustCompile(`(?m)^(order-\d+): (paid after (\d) attempts|gave up.*)$`).FindAllStringSubmatch(string(out), -1)
+	if len(lines) != 6 {
+		t.Fatalf("the client's output:\n%s", out)
+	}
+	retried := false
+	for _, l := range lines {
+		key := l[1]
+		verify := fmt.Sprintf(`{"match": {"path": "^/pay$", "headers": {"Idempotency-Key": "^%s$"}}, "count": {"min": 1, "max": 4}, "gaps_ms": {"min": 100}, "same_header": "Idempotency-Key"}`, key)
+		r := doppel(t, invocation{args: []string{"requests", "verify", "--admin", s.admin, "--token", retryToken, "--file", writeFile(t, t.TempDir(), "v.json", verify)}})
+		if r.code != wantOK || !strings.HasPrefix(r.stdout, "verified: ") {
+			t.Errorf("%s: %s", key, r)
+		}
+		if l[3] != "" && l[3] != "1" {
+			retried = true
+			// A claim the client does not meet is refused, naming it.
+			strict := strings.Replace(verify, `"max": 4`, `"max": 1`, 1)
+			r := doppel(t, invocation{args: []string{"requests", "verify", "--admin", s.admin, "--token", retryToken, "-o", "json", "--file", writeFile(t, t.TempDir(), "v.json", strict)}})
+			if r.code != wantRejected || !strings.Contains(r.stdout, `"code":"VERIFICATION_FAILED"`) || !strings.Contains(r.stdout, "count: ") {
+				t.Errorf("%s, at most 1 attempt: %s", key, r)
+			}
+		}
+	}
+	if !retried {
+		t.Logf("no call needed a retry this time (one run in 64):\n%s", out)
+	}
+}
+
+// TestJournalEndToEnd: the binary records what its proxy listener
+// handled, secrets masked and bodies bounded; receipts on request; the CLI
+// lists, follows and clears.
+func TestJournalEndToEnd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, `journal: {size: 50, bodies: 8}
+proxies:
+  - name: shop
+    type: http
+    url: http://127.0.0.1:9/
+    receipts: on_request
+    mocks:
+      - {name: echo, request: {method: POST, url: "^/echo$", body: {v: .v}}, response: {status: 200, body: "got {{ v }} and more"}}
+      - {name: hi, request: {method: GET, url: "^/hi$"}, response: {status: 200, body: "hi"}}
+`)
+	cfg = strings.Replace(readFile(t, cfg), "  port: ", "  public: true\n  port: ", 2)
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(cfg, "  public: true\n  port: ", "  port: ", 1))
+	s := serveArgs(t, dir, nil, "serve", "--config", cfg)
+	defer s.stop(t)
+
+	// tail follows from before the requests.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tail := exec.CommandContext(ctx, doppelBin, "requests", "tail", "--admin", s.admin, "-o", "json", "--path", "^/hi$")
+	tail.Env = cleanEnv()
+	stdout, _ := tail.StdoutPipe()
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = tail.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+
+	r := call(t, "POST", s.proxy+"/echo?x=1", `{"v": "seven"}`, "Authorization", "Bearer mine", "Cookie", "c=1")
+	if r.status != 200 || r.header.Get("X-Doppel-Fault") != "" {
+		t.Fatalf("echo: %d %v", r.status, r.header)
+	}
+	r = call(t, "GET", s.proxy+"/hi", "", "X-Doppel-Receipt", "1")
+	if got := r.header.Get("X-Doppel-Fault"); got != "replace=mock;loss=no;abort=no;latency=0ms" {
+		t.Errorf("receipt on request: %q", got)
+	}
+
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			line <- sc.Text()
+			return
+		}
+	}()
+	select {
+	case l := <-line:
+		if !strings.Contains(l, `"path":"/hi"`) {
+			t.Errorf("tail printed %s", l)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("tail printed nothing")
+	}
+
+	res := mustGet(t, newClient(), s.admin+"/api/v1/requests?path=^/echo$", nil)
+	var list struct {
+		Requests []struct {
+			Mock          *string             `json:"mock"`
+			Query         string              `json:"query"`
+			Headers       map[string][]string `json:"headers"`
+			Body          string              `json:"body"`
+			BodyTruncated bool                `json:"body_truncated"`
+			ResponseBody  string              `json:"response_body"`
+			RespTruncated bool                `json:"response_body_truncated"`
+			Client        string              `json:"client"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal(res.body, &list); err != nil || len(list.Requests) != 1 {
+		t.Fatalf("list: %v %s", err, res.body)
+	}
+	e := list.Requests[0]
+	if *e.Mock != "echo" || e.Query != "x=1" || e.Client != "127.0.0.1" {
+		t.Errorf("entry: %+v", e)
+	}
+	if e.Headers["Authorization"][0] != "***" || e.Headers["Cookie"][0] != "***" {
+		t.Errorf("secrets kept: %v", e.Headers)
+	}
+	if e.Body != `{"v": "s` || !e.BodyTruncated || e.ResponseBody != "got seve" || !e.RespTruncated {
+		t.Errorf("bodies past journal.bodies: %+v", e)
+	}
+	table := doppel(t, invocation{args: []string{"requests", "list", "--admin", s.admin}})
+	if table.code != wantOK || !strings.Contains(table.stdout, "/echo?x=1") || !strings.Contains(table.stdout, "METHOD") {
+		t.Errorf("list: %s", table)
+	}
+	if r := doppel(t, invocation{args: []string{"requests", "clear", "--admin", s.admin}}); r.code != wantOK {
+		t.Errorf("clear: %s", r)
+	}
+	if r := doppel(t, invocation{args: []string{"requests", "list", "--admin", s.admin, "-o", "json"}}); !strings.HasPrefix(r.stdout, `{"requests":[]`) {
+		t.Errorf("after clear: %s", r)
+	}
+}

@@ -1,0 +1,402 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/journal"
+	"github.com/spf13/cobra"
+)
+
+// Environment variables of the requests commands' flags.
+const (
+	envAdminURL   = "DOPPEL_ADMIN_URL"
+	envAdminToken = "DOPPEL_ADMIN_TOKEN"
+)
+
+// adminFlags are how a requests command reaches the admin API.
+type adminFlags struct {
+	url, token, header, output string
+}
+
+func (a *adminFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&a.url, "admin", "", "the admin API's base URL, such as http://127.0.0.1:8081 (env "+envAdminURL+")")
+	fs.StringVar(&a.token, "token", "", "an admin token, sent as Bearer <token> (env "+envAdminToken+")")
+	fs.StringVar(&a.header, "auth-header", "X-Proxy-Authorization", "the header the token travels in (admin.auth.header)")
+	fs.StringVarP(&a.output, "output", "o", "table", "table for people, json for scripts")
+}
+
+func (a *adminFlags) resolve(cmd *cobra.Command) error {
+	if !cmd.Flags().Changed("admin") {
+		a.url = os.Getenv(envAdminURL)
+	}
+	if !cmd.Flags().Changed("token") {
+		a.token = os.Getenv(envAdminToken)
+	}
+	if a.url == "" {
+		return usage("--admin (or %s) is required: the admin API's base URL", envAdminURL)
+	}
+	if u, err := url.Parse(a.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usage("--admin must be an http or https URL, not %q", a.url)
+	}
+	if a.output != "table" && a.output != "json" {
+		return usage("--output must be table or json, not %q", a.output)
+	}
+	return nil
+}
+
+// call sends one request to the admin API; an error envelope is a failure
+// naming its code and message.
+func (a *adminFlags) call(method, path string, body []byte, client *http.Client) (*http.Response, error) {
+	req, err := http.NewRequest(method, strings.TrimRight(a.url, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, usage("%v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.token != "" {
+		req.Header.Set(a.header, "Bearer "+a.token)
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, failed("the admin API at %s cannot be reached: %v", a.url, err)
+	}
+	return res, nil
+}
+
+func envelopeError(res *http.Response, raw []byte) error {
+	var env struct{ Code, Message string }
+	if json.Unmarshal(raw, &env) == nil && env.Code != "" {
+		return failed("%d %s: %s", res.StatusCode, env.Code, env.Message)
+	}
+	return failed("the admin API answered %s", res.Status)
+}
+
+// filterFlags are the journal's filters.
+type filterFlags struct {
+	proxy, mock, method, path, session, since string
+	limit                                     int
+}
+
+func (f *filterFlags) register(cmd *cobra.Command, history bool) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.proxy, "proxy", "", "only this proxy's requests")
+	fs.StringVar(&f.mock, "mock", "", "only requests this mock answered")
+	fs.StringVar(&f.method, "method", "", "only this method")
+	fs.StringVar(&f.path, "path", "", "only paths this regular expression matches")
+	fs.StringVar(&f.session, "session", "", "only this session's requests")
+	if history {
+		fs.StringVar(&f.since, "since", "", "only requests after this one: a request id or an RFC 3339 time")
+		fs.IntVar(&f.limit, "limit", 0, "only the newest this many")
+	}
+}
+
+func (f *filterFlags) query() string {
+	q := url.Values{}
+	for k, v := range map[string]string{"proxy": f.proxy, "mock": f.mock, "method": f.method, "path": f.path, "session": f.session, "since": f.since} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.limit > 0 {
+		q.Set("limit", fmt.Sprint(f.limit))
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+func newRequestsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "requests",
+		Short: "Show, follow, verify and clear the request journal of a running Doppel",
+		Example: `  doppel requests list --admin http://127.0.0.1:8081 --token "$TOKEN" --proxy billing
+  doppel requests tail --admin http://127.0.0.1:8081 --token "$TOKEN"`,
+	}
+	cmd.AddCommand(newRequestsListCmd(), newRequestsTailCmd(), newRequestsVerifyCmd(), newRequestsClearCmd())
+	return cmd
+}
+
+func newRequestsListCmd() *cobra.Command {
+	var a adminFlags
+	var f filterFlags
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the requests the journal keeps, oldest first",
+		Example: `  doppel requests list --admin http://127.0.0.1:8081 --token "$TOKEN"
+  doppel requests list --admin http://127.0.0.1:8081 --proxy billing --method POST --path '^/charges' --limit 20
+  doppel requests list --admin http://127.0.0.1:8081 -o json | jq '.requests[].status'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.resolve(cmd); err != nil {
+				return err
+			}
+			res, err := a.call("GET", "/api/v1/requests"+f.query(), nil, &http.Client{Timeout: 30 * time.Second})
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			raw, _ := io.ReadAll(res.Body)
+			if res.StatusCode != http.StatusOK {
+				return envelopeError(res, raw)
+			}
+			if a.output == "json" {
+				return write(cmd, string(raw))
+			}
+			var list struct {
+				Requests []*journal.Entry `json:"requests"`
+				Dropped  uint64           `json:"dropped"`
+			}
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return failed("the admin API's answer is not a list of requests: %v", err)
+			}
+			var b strings.Builder
+			tw := table(&b)
+			for _, e := range list.Requests {
+				row(tw, e)
+			}
+			_ = tw.Flush()
+			if list.Dropped > 0 {
+				fmt.Fprintf(&b, "(%d older requests were dropped to make room)\n", list.Dropped)
+			}
+			return write(cmd, b.String())
+		},
+	}
+	a.register(cmd)
+	f.register(cmd, true)
+	return cmd
+}
+
+func table(w io.Writer) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tID\tPROXY\tMOCK\tMETHOD\tPATH\tSTATUS\tMS\tFAULT")
+	return tw
+}
+
+func row(w io.Writer, e *journal.Entry) {
+	mock := "-"
+	if e.Mock != nil {
+		mock = *e.Mock
+	}
+	path := e.Path
+	if e.Query != "" {
+		path += "?" + e.Query
+	}
+	var fault []string
+	if e.Fault.Loss {
+		fault = append(fault, "loss")
+	}
+	if e.Fault.LatencyMS > 0 {
+		fault = append(fault, fmt.Sprintf("latency %gms", e.Fault.LatencyMS))
+	}
+	if len(fault) == 0 {
+		fault = []string{"-"}
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%g\t%s\n", e.Time.Format("15:04:05.000"), e.ID, e.Proxy, mock,
+		e.Method, path, e.Status, e.DurationMS, strings.Join(fault, ","))
+}
+
+func newRequestsTailCmd() *cobra.Command {
+	var a adminFlags
+	var f filterFlags
+	cmd := &cobra.Command{
+		Use:   "tail",
+		Short: "Follow new requests as they happen, until interrupted",
+		Example: `  doppel requests tail --admin http://127.0.0.1:8081 --token "$TOKEN"
+  doppel requests tail --admin http://127.0.0.1:8081 --proxy billing -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.resolve(cmd); err != nil {
+				return err
+			}
+			res, err := a.call("GET", "/api/v1/requests/stream"+f.query(), nil, &http.Client{})
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				raw, _ := io.ReadAll(res.Body)
+				return envelopeError(res, raw)
+			}
+			return follow(cmd, res.Body, a.output == "json")
+		},
+	}
+	a.register(cmd)
+	f.register(cmd, false)
+	return cmd
+}
+
+// follow prints a stream's events, one line each: an entry, or how many
+// were dropped because this client fell behind.
+func follow(cmd *cobra.Command, body io.Reader, asJSON bool) error {
+	out := cmd.OutOrStdout()
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(tw, "TIME\tID\tPROXY\tMOCK\tMETHOD\tPATH\tSTATUS\tMS\tFAULT")
+		_ = tw.Flush()
+	}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data := strings.TrimPrefix(line, "data: ")
+			if asJSON || event == "dropped" {
+				if !asJSON {
+					data = "(this client fell behind: " + data + ")"
+				}
+				if _, err := fmt.Fprintln(out, data); err != nil {
+					return failed("writing the output: %v", err)
+				}
+				continue
+			}
+			var e journal.Entry
+			if json.Unmarshal([]byte(data), &e) == nil {
+				row(tw, &e)
+				if err := tw.Flush(); err != nil {
+					return failed("writing the output: %v", err)
+				}
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return failed("the stream broke off: %v", err)
+	}
+	return nil
+}
+
+func newRequestsVerifyCmd() *cobra.Command {
+	var a adminFlags
+	var file string
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check what a client did against the journal; exit 1 when a condition does not hold",
+		Long: `Send a verification (SPEC §17.4) to POST /api/v1/requests/verify: which
+requests (match) and what must hold of them (count, gaps_ms, same_header).
+Exit 0 when every condition holds, 1 when one does not (the message says
+which, and the matched requests follow).`,
+		Example: `  doppel requests verify --admin http://127.0.0.1:8081 --file verify.json
+  echo '{"match": {"path": "^/pay$", "headers": {"Idempotency-Key": "^order-1$"}}, "count": {"max": 4}, "gaps_ms": {"min": 100}, "same_header": "Idempotency-Key"}' |
+    doppel requests verify --admin http://127.0.0.1:8081 --file -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.resolve(cmd); err != nil {
+				return err
+			}
+			var body []byte
+			var err error
+			switch file {
+			case "":
+				return usage("--file is required: the verification as JSON, or - for stdin")
+			case "-":
+				body, err = io.ReadAll(cmd.InOrStdin())
+			default:
+				body, err = os.ReadFile(file)
+			}
+			if err != nil {
+				return failed("reading the verification: %v", err)
+			}
+			res, err := a.call("POST", "/api/v1/requests/verify", body, &http.Client{Timeout: 30 * time.Second})
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			raw, _ := io.ReadAll(res.Body)
+			var got struct {
+				Message  string           `json:"message"`
+				Matched  int              `json:"matched"`
+				GapsMS   []float64        `json:"gaps_ms"`
+				Requests []*journal.Entry `json:"requests"`
+			}
+			switch res.StatusCode {
+			case http.StatusOK, http.StatusConflict:
+				if err := json.Unmarshal(raw, &got); err != nil {
+					return envelopeError(res, raw)
+				}
+			default:
+				return envelopeError(res, raw)
+			}
+			if a.output == "json" {
+				if err := write(cmd, string(raw)); err != nil {
+					return err
+				}
+			} else {
+				var b strings.Builder
+				if res.StatusCode == http.StatusOK {
+					fmt.Fprintf(&b, "verified: %d requests matched, gaps %v ms\n", got.Matched, got.GapsMS)
+				} else {
+					fmt.Fprintf(&b, "not verified: %s\n", got.Message)
+					tw := table(&b)
+					for _, e := range got.Requests {
+						row(tw, e)
+					}
+					_ = tw.Flush()
+				}
+				if err := write(cmd, b.String()); err != nil {
+					return err
+				}
+			}
+			if res.StatusCode != http.StatusOK {
+				return rejected
+			}
+			return nil
+		},
+	}
+	a.register(cmd)
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the verification as JSON: a file, or - for stdin")
+	return cmd
+}
+
+func newRequestsClearCmd() *cobra.Command {
+	var a adminFlags
+	var proxies []string
+	cmd := &cobra.Command{
+		Use:   "clear",
+		Short: "Forget the journal's requests: of the proxies named, or of every proxy the token may update",
+		Example: `  doppel requests clear --admin http://127.0.0.1:8081 --token "$TOKEN"
+  doppel requests clear --admin http://127.0.0.1:8081 --token "$TOKEN" --proxy billing --proxy search`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.resolve(cmd); err != nil {
+				return err
+			}
+			q := url.Values{"proxy": proxies}
+			path := "/api/v1/requests"
+			if len(proxies) > 0 {
+				path += "?" + q.Encode()
+			}
+			res, err := a.call("DELETE", path, nil, &http.Client{Timeout: 30 * time.Second})
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			raw, _ := io.ReadAll(res.Body)
+			if res.StatusCode != http.StatusNoContent {
+				return envelopeError(res, raw)
+			}
+			if a.output == "json" {
+				return write(cmd, "{\"cleared\":true}\n")
+			}
+			return write(cmd, "cleared\n")
+		},
+	}
+	a.register(cmd)
+	cmd.Flags().StringArrayVar(&proxies, "proxy", nil, "a proxy whose requests to forget; repeat for more")
+	return cmd
+}

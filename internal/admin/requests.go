@@ -1,0 +1,212 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/journal"
+)
+
+// The request journal's endpoints (SPEC §17.4). An entry is shown to a
+// caller who may read its proxy; an entry of no proxy (unresolved), or of
+// one no longer configured, to a caller who may read without a proxy.
+
+// maxVerifyBody bounds a verification's body.
+const maxVerifyBody = 64 << 10
+
+// readsOf is who may read which proxy's entries, decided once per request.
+// ok is false, and the refusal written, when the caller may read none.
+func (s *Server) readsOf(w http.ResponseWriter, r *http.Request, act Action) (func(string) bool, bool) {
+	doc, c := s.policy(r)
+	may := map[string]bool{"": allowed(doc, c, act, nil)}
+	any := may[""]
+	for i := range doc.Proxies {
+		p := &doc.Proxies[i]
+		may[string(p.Name)] = allowed(doc, c, act, p)
+		any = any || may[string(p.Name)]
+	}
+	if !any {
+		s.refuse(w, doc, c, act)
+		return nil, false
+	}
+	global := may[""]
+	return func(proxy string) bool {
+		if ok, known := may[proxy]; known {
+			return ok
+		}
+		return global
+	}, true
+}
+
+// refuse answers 401 to an anonymous caller, 403 to a token.
+func (s *Server) refuse(w http.ResponseWriter, doc *config.Document, c Caller, act Action) {
+	if c.Anonymous {
+		apierr.Write(w, apierr.Unauthorized, "this action needs a token: send "+string(doc.Admin.Auth.Header)+": Bearer <token>")
+		return
+	}
+	apierr.Write(w, apierr.Forbidden, "token "+string(c.Name)+" may not "+string(act)+" here")
+}
+
+func filterFailed(w http.ResponseWriter, err error) {
+	var pe *journal.ParamError
+	if errors.As(err, &pe) {
+		apierr.Write(w, apierr.ConfigInvalid, pe.Error())
+		return
+	}
+	apierr.Write(w, apierr.ConfigInvalid, err.Error())
+}
+
+type requestList struct {
+	Requests []*journal.Entry `json:"requests"`
+	Dropped  uint64           `json:"dropped"`
+}
+
+func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
+	visible, ok := s.readsOf(w, r, ActRead)
+	if !ok {
+		return
+	}
+	f, err := journal.ParseFilter(r.URL.Query(), s.journal.Size())
+	if err != nil {
+		filterFailed(w, err)
+		return
+	}
+	out, err := f.Select(s.journal.Entries(), visible)
+	if err != nil {
+		filterFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, requestList{Requests: out, Dropped: s.journal.Dropped()})
+}
+
+func (s *Server) clearRequests(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "proxy" {
+			apierr.Write(w, apierr.ConfigInvalid, k+": unknown parameter; clearing takes proxy only")
+			return
+		}
+	}
+	var clear func(string) bool
+	if names := q["proxy"]; len(names) > 0 {
+		// Each proxy named needs update, decided before whether it exists.
+		doc, c := s.policy(r)
+		named := map[string]bool{}
+		for _, n := range names {
+			if !allowed(doc, c, ActUpdate, doc.Proxy(n)) {
+				s.refuse(w, doc, c, ActUpdate)
+				return
+			}
+			named[n] = true
+		}
+		clear = func(p string) bool { return named[p] }
+	} else {
+		var ok bool
+		if clear, ok = s.readsOf(w, r, ActUpdate); !ok {
+			return
+		}
+	}
+	s.journal.Clear(clear)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// streamKeepAlive is how often an idle stream sends a comment, so that
+// proxies between do not close it and a client that left is noticed.
+const streamKeepAlive = 15 * time.Second
+
+func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
+	visible, ok := s.readsOf(w, r, ActRead)
+	if !ok {
+		return
+	}
+	f, err := journal.ParseFilter(r.URL.Query(), max(s.journal.Size(), 1))
+	if err == nil {
+		err = f.Streams()
+	}
+	if err != nil {
+		filterFailed(w, err)
+		return
+	}
+	sub := s.journal.Subscribe()
+	defer s.journal.Unsubscribe(sub)
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, ": the journal's new entries follow\n\n")
+	if rc.Flush() != nil {
+		return
+	}
+	tick := time.NewTicker(streamKeepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+			_, err = io.WriteString(w, ": keep-alive\n\n")
+		case e := <-sub.C:
+			if n := sub.Dropped(); n > 0 {
+				_, _ = fmt.Fprintf(w, "event: dropped\ndata: {\"dropped\":%d}\n\n", n)
+			}
+			if !visible(e.Proxy) || !f.Matches(e) {
+				continue
+			}
+			b, _ := json.Marshal(e)
+			_, err = fmt.Fprintf(w, "event: request\nid: %s\ndata: %s\n\n", e.ID, b)
+		}
+		if err != nil || rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// verifyFailure is the 409's body: the envelope, and what was found.
+type verifyFailure struct {
+	apierr.Envelope
+	Matched  int              `json:"matched"`
+	GapsMS   []float64        `json:"gaps_ms"`
+	Requests []*journal.Entry `json:"requests"`
+}
+
+func (s *Server) verifyRequests(w http.ResponseWriter, r *http.Request) {
+	visible, ok := s.readsOf(w, r, ActRead)
+	if !ok {
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxVerifyBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a verification is at most %d bytes", maxVerifyBody))
+			return
+		}
+		apierr.Write(w, apierr.ConfigInvalid, "the body could not be read: "+err.Error())
+		return
+	}
+	v, err := journal.ParseVerification(body)
+	if err != nil {
+		filterFailed(w, err)
+		return
+	}
+	res := v.Verify(s.journal.Entries(), visible)
+	if res.Failed == "" {
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	b, _ := json.Marshal(verifyFailure{
+		Envelope: apierr.Envelope{Status: "error", Message: res.Failed, Code: apierr.VerificationFailed},
+		Matched:  res.Matched, GapsMS: res.GapsMS, Requests: res.Entries,
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(apierr.VerificationFailed.Status())
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,164 @@
+package config
+
+import (
+	"slices"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// Journal bounds the request journal (SPEC §17.4): the newest requests of
+// the proxy listener, kept in memory for the admin API to show and verify.
+type Journal struct {
+	Size   *JournalSize  `yaml:"size" doc:"How many requests are kept: the newest that many. Defaults to 10000; 0 turns the journal off. At most 1000000."`
+	Bodies *JournalBytes `yaml:"bodies" doc:"How much of each body is kept, request and response separately; the rest is cut and marked. Defaults to 4Ki; 0 keeps none. At most 1Mi."`
+	Reveal []HeaderName  `yaml:"reveal,omitempty" doc:"Secret headers to keep as sent rather than as ***: the admin auth header, Authorization, Proxy-Authorization and Cookie are masked unless listed here."`
+}
+
+// Journal defaults and bounds.
+const (
+	DefaultJournalSize   JournalSize  = 10000
+	DefaultJournalBodies JournalBytes = 4 << 10
+	maxJournalSize                    = 1_000_000
+	maxJournalBodies                  = 1 << 20
+)
+
+func (j *Journal) normalize() {
+	if j.Size == nil {
+		s := DefaultJournalSize
+		j.Size = &s
+	}
+	if j.Bodies == nil {
+		b := DefaultJournalBodies
+		j.Bodies = &b
+	}
+	if len(j.Reveal) == 0 {
+		j.Reveal = nil
+	}
+}
+
+// isDefault reports a journal as Normalize leaves a document without one:
+// the canonical form leaves it out, so that a document written before the
+// journal existed keeps its revision.
+func (j *Journal) isDefault() bool {
+	return j == nil || (j.Size != nil && *j.Size == DefaultJournalSize &&
+		j.Bodies != nil && *j.Bodies == DefaultJournalBodies && len(j.Reveal) == 0)
+}
+
+// Reveals reports whether the header (any case) is listed in reveal.
+func (j *Journal) Reveals(name string) bool {
+	return slices.ContainsFunc(j.Reveal, func(h HeaderName) bool { return equalFold(string(h), name) })
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// JournalSize is how many entries the journal keeps, 0..1,000,000.
+type JournalSize int
+
+func (v *JournalSize) UnmarshalYAML(n ast.Node) error {
+	i, err := integerValue(n, "a number of requests")
+	if err != nil {
+		return err
+	}
+	if i < 0 || i > maxJournalSize {
+		return refuse(n, "%d is not a journal size: keep 0 (off) to 1000000 requests", i)
+	}
+	*v = JournalSize(i)
+	return nil
+}
+
+func (JournalSize) jsonSchema() map[string]any {
+	return num("integer", "How many requests the journal keeps; 0 turns it off.", 0, maxJournalSize, 10000)
+}
+
+// JournalBytes is how much of a body the journal keeps, 0..1 MiB, written
+// like a ByteSize.
+type JournalBytes int64
+
+func (v *JournalBytes) UnmarshalYAML(n ast.Node) error {
+	if _, ok := unwrap(n).(*ast.IntegerNode); ok {
+		if i, err := integerValue(n, "a byte size"); err == nil && i == 0 {
+			*v = 0
+			return nil
+		}
+	}
+	var b ByteSize
+	if err := b.UnmarshalYAML(n); err != nil {
+		return err
+	}
+	if b > maxJournalBodies {
+		return refuse(n, "%d bytes is over the journal's 1Mi bound per body", int64(b))
+	}
+	*v = JournalBytes(b)
+	return nil
+}
+
+func (v JournalBytes) MarshalYAML() (any, error) { return int64(v), nil }
+
+func (JournalBytes) jsonSchema() map[string]any {
+	return map[string]any{
+		"description": "Bytes of each body the journal keeps, 0 to 1 MiB: a plain integer, or a number with B, Ki, Mi, KiB, MiB or kB, MB.",
+		"oneOf": []any{
+			map[string]any{"type": "integer", "minimum": 0, "maximum": maxJournalBodies},
+			map[string]any{"type": "string", "pattern": "^ *[0-9]+ *([bB]|[kKmMgG][iI][bB]?|[kKmMgG][bB])? *$"},
+		},
+		"examples": []any{4096, "4Ki"},
+	}
+}
+
+// Receipts says when a proxy's answers carry X-Doppel-Fault, naming the
+// faults that fired: never (""), always ("true"), or when the request
+// asks with X-Doppel-Receipt: 1 ("on_request").
+type Receipts string
+
+const (
+	ReceiptsOff       Receipts = ""
+	ReceiptsAlways    Receipts = "true"
+	ReceiptsOnRequest Receipts = "on_request"
+)
+
+func (v *Receipts) UnmarshalYAML(n ast.Node) error {
+	if b, ok := unwrap(n).(*ast.BoolNode); ok {
+		*v = ReceiptsOff
+		if b.Value {
+			*v = ReceiptsAlways
+		}
+		return nil
+	}
+	if s, ok := unwrap(n).(*ast.StringNode); ok && s.Value == string(ReceiptsOnRequest) {
+		*v = ReceiptsOnRequest
+		return nil
+	}
+	return refuse(n, "must be true, false or on_request, not %s", describe(n))
+}
+
+func (v Receipts) MarshalYAML() (any, error) {
+	if v == ReceiptsAlways {
+		return true, nil
+	}
+	return string(v), nil
+}
+
+func (Receipts) jsonSchema() map[string]any {
+	return map[string]any{
+		"description": "true: every answer carries X-Doppel-Fault naming the faults that fired; on_request: only answers to requests sending X-Doppel-Receipt: 1; false: none.",
+		"oneOf":       []any{map[string]any{"type": "boolean"}, map[string]any{"const": "on_request"}},
+		"examples":    []any{true, "on_request"},
+	}
+}

@@ -1,0 +1,151 @@
+package journal
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/doppelproxy/doppel/internal/telemetry"
+)
+
+// Entry is one request as the journal keeps it: immutable once recorded,
+// shared by every reader.
+type Entry struct {
+	ID                    string      `json:"id"`
+	Time                  time.Time   `json:"time"`
+	Proxy                 string      `json:"proxy"`
+	Mock                  *string     `json:"mock"`
+	Session               *string     `json:"session"`
+	Method                string      `json:"method"`
+	Path                  string      `json:"path"`
+	Query                 string      `json:"query"`
+	Headers               http.Header `json:"headers"`
+	Body                  Body        `json:"body"`
+	BodyTruncated         bool        `json:"body_truncated"`
+	Status                int         `json:"status"`
+	ResponseHeaders       http.Header `json:"response_headers"`
+	ResponseBody          Body        `json:"response_body"`
+	ResponseBodyTruncated bool        `json:"response_body_truncated"`
+	Fault                 Fault       `json:"fault"`
+	DurationMS            float64     `json:"duration_ms"`
+	UpstreamMS            *float64    `json:"upstream_ms"`
+	Client                string      `json:"client"`
+
+	seq uint64 // the order of recording, from 1
+}
+
+// Fault is what fired for the request.
+type Fault struct {
+	Replace   bool    `json:"replace"`
+	Loss      bool    `json:"loss"`
+	Abort     *string `json:"abort"`
+	Hang      bool    `json:"hang"`
+	LatencyMS float64 `json:"latency_ms"`
+}
+
+// Body is a kept body: JSON text when it is UTF-8, else {"base64": ...}.
+type Body []byte
+
+func (b Body) MarshalJSON() ([]byte, error) {
+	if utf8.Valid(b) {
+		return json.Marshal(string(b))
+	}
+	return json.Marshal(map[string]string{"base64": base64.StdEncoding.EncodeToString(b)})
+}
+
+func (b *Body) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err == nil {
+		*b = Body(s)
+		return nil
+	}
+	var o struct {
+		Base64 []byte `json:"base64"`
+	}
+	if err := json.Unmarshal(data, &o); err != nil {
+		return err
+	}
+	*b = o.Base64
+	return nil
+}
+
+// Masked is what a secret header's value is kept as.
+const Masked = "***"
+
+// secretHeaders are masked unless journal.reveal lists them; the admin
+// auth header joins them.
+var secretHeaders = [...]string{"Authorization", "Proxy-Authorization", "Cookie"}
+
+// entryOf copies what the record says of a finished request: the record
+// and its headers belong to the request, the entry outlives it.
+func entryOf(rec *telemetry.Exchange, start time.Time, s *settings) *Entry {
+	e := &Entry{
+		ID:         rec.RequestID,
+		Time:       start,
+		Proxy:      rec.Proxy,
+		Method:     rec.Method,
+		Path:       rec.Path,
+		Query:      rec.Query,
+		Headers:    s.mask(rec.RequestHeader),
+		Status:     rec.Status,
+		DurationMS: telemetry.Millis(rec.Duration),
+		Client:     rec.Client,
+		Fault: Fault{
+			Replace:   rec.Mock != "",
+			Loss:      rec.Fired("loss"),
+			LatencyMS: telemetry.Millis(rec.LatencyWaited),
+		},
+	}
+	if rec.Mock != "" {
+		m := rec.Mock
+		e.Mock = &m
+	}
+	if rec.UpstreamContacted {
+		ms := telemetry.Millis(rec.UpstreamDuration)
+		e.UpstreamMS = &ms
+	}
+	if rec.ResponseHeader != nil {
+		e.ResponseHeaders = rec.ResponseHeader.Clone()
+	}
+	if c := rec.RequestBody; c != nil {
+		e.Body, e.BodyTruncated = Body(c.Bytes), c.Cut
+	}
+	if c := rec.ResponseBody; c != nil {
+		e.ResponseBody, e.ResponseBodyTruncated = Body(c.Bytes), c.Cut
+	}
+	return e
+}
+
+// mask copies the request's headers with secrets as Masked.
+func (s *settings) mask(h http.Header) http.Header {
+	if h == nil {
+		return http.Header{}
+	}
+	out := h.Clone()
+	for _, name := range s.secret {
+		if v, ok := out[name]; ok {
+			masked := make([]string, len(v))
+			for i := range masked {
+				masked[i] = Masked
+			}
+			out[name] = masked
+		}
+	}
+	return out
+}
+
+// secretsOf are the headers masked under these settings, canonical.
+func secretsOf(adminHeader string, reveals func(string) bool) []string {
+	var out []string
+	for _, h := range append([]string{adminHeader}, secretHeaders[:]...) {
+		h = http.CanonicalHeaderKey(strings.TrimSpace(h))
+		if h == "" || reveals(h) {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}

@@ -1,0 +1,210 @@
+// Package journal is the request journal (SPEC §17.4): a bounded ring of
+// the newest requests the proxy listener handled, the filters the admin
+// API reads it through, verification of what a client did, and live
+// subscribers.
+//
+// Recording takes no lock shared by all requests: a request claims a slot
+// by an atomic counter and stores a pointer to its immutable entry there.
+// Readers load the slots and order them by that counter.
+package journal
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/telemetry"
+)
+
+// Journal is one instance's journal. It outlives reloads: Configure
+// resizes it when journal.size changes. The zero value is not usable;
+// a nil *Journal is off.
+type Journal struct {
+	ring    atomic.Pointer[ring] // nil while off
+	seq     atomic.Uint64        // entries ever recorded
+	dropped atomic.Uint64        // entries the ring forgot to make room
+	subs    atomic.Pointer[[]*Subscriber]
+
+	mu sync.Mutex // Configure, Clear and subscribing; never recording
+}
+
+// ring is the fixed slots of one size, with what recording needs.
+type ring struct {
+	slots []atomic.Pointer[Entry]
+	settings
+	rec Recorder // what Active hands out, made once
+}
+
+// settings are what recording reads of the configuration.
+type settings struct {
+	bodies int
+	secret []string // canonical header names kept as Masked
+	reveal []config.HeaderName
+}
+
+// New makes a journal configured by doc's journal section.
+func New(doc *config.Document) *Journal {
+	j := &Journal{}
+	j.Configure(doc)
+	return j
+}
+
+// Configure applies a (reloaded) document: a new size keeps the newest
+// entries that fit; size 0 turns recording off and forgets everything.
+func (j *Journal) Configure(doc *config.Document) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	jc := doc.Journal
+	if jc == nil {
+		jc = &config.Journal{}
+	}
+	size, bodies := int(config.DefaultJournalSize), int(config.DefaultJournalBodies)
+	if jc.Size != nil {
+		size = int(*jc.Size)
+	}
+	if jc.Bodies != nil {
+		bodies = int(*jc.Bodies)
+	}
+	old := j.ring.Load()
+	if size == 0 {
+		j.ring.Store(nil)
+		return
+	}
+	r := &ring{}
+	r.rec = Recorder{j: j, r: r}
+	r.bodies = bodies
+	r.reveal = jc.Reveal
+	r.secret = secretsOf(string(doc.Admin.Auth.Header), jc.Reveals)
+	if old != nil && len(old.slots) == size {
+		// The same slots under new settings: a request recording into
+		// the old ring meanwhile is not lost.
+		r.slots = old.slots
+		j.ring.Store(r)
+		return
+	}
+	r.slots = make([]atomic.Pointer[Entry], size)
+	if old != nil {
+		kept := old.entries()
+		if len(kept) > size {
+			kept = kept[len(kept)-size:]
+		}
+		for _, e := range kept {
+			r.slots[e.seq%uint64(size)].Store(e)
+		}
+	}
+	j.ring.Store(r)
+}
+
+// A Recorder is the journal while it is on: what the proxy handler holds
+// for one request.
+type Recorder struct {
+	j *Journal
+	r *ring
+}
+
+// Active returns the recorder for a request arriving now, or nil when the
+// journal is off (or j is nil): the handler's one check.
+func (j *Journal) Active() *Recorder {
+	if j == nil {
+		return nil
+	}
+	r := j.ring.Load()
+	if r == nil {
+		return nil
+	}
+	return &r.rec
+}
+
+// Bodies is how many bytes of each body to capture.
+func (rc *Recorder) Bodies() int { return rc.r.bodies }
+
+// Record keeps a finished request. start is when it arrived.
+func (rc *Recorder) Record(rec *telemetry.Exchange, start time.Time) {
+	e := entryOf(rec, start, &rc.r.settings)
+	rc.j.add(rc.r, e)
+}
+
+func (j *Journal) add(r *ring, e *Entry) {
+	e.seq = j.seq.Add(1)
+	if r.slots[e.seq%uint64(len(r.slots))].Swap(e) != nil {
+		j.dropped.Add(1)
+	}
+	if subs := j.subs.Load(); subs != nil {
+		for _, s := range *subs {
+			s.offer(e)
+		}
+	}
+}
+
+// entries are the ring's entries, oldest first.
+func (r *ring) entries() []*Entry {
+	out := make([]*Entry, 0, len(r.slots))
+	for i := range r.slots {
+		if e := r.slots[i].Load(); e != nil {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Entry) int {
+		switch {
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Entries are the entries kept, oldest first; none when off.
+func (j *Journal) Entries() []*Entry {
+	if j == nil {
+		return nil
+	}
+	r := j.ring.Load()
+	if r == nil {
+		return nil
+	}
+	return r.entries()
+}
+
+// Dropped is how many entries the ring forgot to make room for newer ones
+// since start.
+func (j *Journal) Dropped() uint64 {
+	if j == nil {
+		return 0
+	}
+	return j.dropped.Load()
+}
+
+// Size is how many entries the ring keeps; 0 when off.
+func (j *Journal) Size() int {
+	if j == nil {
+		return 0
+	}
+	if r := j.ring.Load(); r != nil {
+		return len(r.slots)
+	}
+	return 0
+}
+
+// Clear forgets the entries whose proxy clear says yes to, and returns
+// how many. A cleared entry is not counted as dropped.
+func (j *Journal) Clear(clear func(proxy string) bool) int {
+	if j == nil {
+		return 0
+	}
+	r := j.ring.Load()
+	if r == nil {
+		return 0
+	}
+	n := 0
+	for i := range r.slots {
+		if e := r.slots[i].Load(); e != nil && clear(e.Proxy) && r.slots[i].CompareAndSwap(e, nil) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,74 @@
+package journal
+
+import (
+	"slices"
+	"sync/atomic"
+)
+
+// subscriberBuffer bounds what a subscriber may fall behind by: past it,
+// entries are dropped for that subscriber alone, and counted.
+const subscriberBuffer = 256
+
+// A Subscriber receives new entries as they are recorded. Recording never
+// waits for it: when its buffer is full the entry is dropped, and Dropped
+// says how many were since it last asked.
+type Subscriber struct {
+	C       <-chan *Entry
+	c       chan *Entry
+	dropped atomic.Uint64
+}
+
+func (s *Subscriber) offer(e *Entry) {
+	select {
+	case s.c <- e:
+	default:
+		s.dropped.Add(1)
+	}
+}
+
+// Dropped returns and resets how many entries were lost to a full buffer.
+func (s *Subscriber) Dropped() uint64 { return s.dropped.Swap(0) }
+
+// Subscribe starts receiving new entries; Unsubscribe must follow.
+func (j *Journal) Subscribe() *Subscriber {
+	c := make(chan *Entry, subscriberBuffer)
+	s := &Subscriber{C: c, c: c}
+	if j == nil {
+		return s // no journal: nothing ever comes
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var next []*Subscriber
+	if cur := j.subs.Load(); cur != nil {
+		next = slices.Clone(*cur)
+	}
+	next = append(next, s)
+	j.subs.Store(&next)
+	return s
+}
+
+// Unsubscribe stops s receiving.
+func (j *Journal) Unsubscribe(s *Subscriber) {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	cur := j.subs.Load()
+	if cur == nil {
+		return
+	}
+	next := slices.DeleteFunc(slices.Clone(*cur), func(x *Subscriber) bool { return x == s })
+	j.subs.Store(&next)
+}
+
+// Subscribers is how many are subscribed now.
+func (j *Journal) Subscribers() int {
+	if j == nil {
+		return 0
+	}
+	if cur := j.subs.Load(); cur != nil {
+		return len(*cur)
+	}
+	return 0
+}
