@@ -122,6 +122,8 @@ func expandedSize(n ast.Node, anchors map[string]int) int {
 
 func decodeDocument(root ast.Node) (*Document, error) {
 	if vs := check(root, reflect.TypeFor[Document]()); len(vs) > 0 {
+		// The rules on what did parse, in the same report.
+		vs = append(vs, rulesOnWhatParsed(root, vs)...)
 		return nil, &Invalid{Violations: vs}
 	}
 	var doc Document
@@ -167,10 +169,17 @@ func ParseProxy(src []byte) (*Proxy, error) {
 
 func invalid(v Violation) *Invalid { return &Invalid{Violations: []Violation{v}} }
 
+// syntaxViolation says where the parser stopped (line and column) and what
+// it expected; a tab in the indentation, which YAML refuses, is said so.
 func syntaxViolation(err error) Violation {
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil {
-		return Violation{Message: "YAML syntax error: " + ye.GetMessage(), Line: ye.GetToken().Position.Line}
+		pos := ye.GetToken().Position
+		msg := ye.GetMessage()
+		if strings.Contains(msg, "'\t'") {
+			msg = "tabs are not allowed for indentation; indent with spaces"
+		}
+		return Violation{Message: fmt.Sprintf("YAML syntax error at column %d: %s", pos.Column, msg), Line: pos.Line}
 	}
 	return Violation{Message: "YAML syntax error: " + err.Error()}
 }

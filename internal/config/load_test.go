@@ -265,7 +265,8 @@ func TestDocumentShapeErrors(t *testing.T) {
 		{"empty", "", "the document is empty"},
 		{"comment only", "# nothing\n", "the document is empty"},
 		{"two documents", doc() + "---\n" + doc(), "several YAML documents"},
-		{"syntax", "server: [1\nadmin: 2\n", "YAML syntax error"},
+		{"syntax", "server: [1\nadmin: 2\n", "YAML syntax error at column"},
+		{"a tab", "server:\n\thost: 127.0.0.1\n", "YAML syntax error at column 1: tabs are not allowed for indentation; indent with spaces"},
 		{"duplicate key", baseServer + baseAdmin + "logging: {level: info}\nlogging: {level: warn}\n", "mapping key \"logging\" already defined"},
 	}
 	for _, c := range cases {

@@ -1,0 +1,109 @@
+package config
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+)
+
+// Every problem at once: the cross-field rules run on what parsed. The
+// entries whose key or value was refused are taken out of the tree, the
+// rest is decoded and checked, and a rule's violation is kept only when
+// it does not rest on a field that failed, so nothing is reported twice
+// or against a value the user did not write.
+
+// rulesOnWhatParsed returns the rule violations of the document root holds
+// with the failed entries taken out, or nil when that cannot be done
+// safely (a failed list item, a document that still does not decode).
+func rulesOnWhatParsed(root ast.Node, failed []Violation) []Violation {
+	paths := make([]string, 0, len(failed))
+	for _, v := range failed {
+		if v.Path == "" || strings.HasSuffix(v.Path, "]") {
+			return nil // a whole item or the document: its neighbours' paths would shift
+		}
+		paths = append(paths, v.Path)
+	}
+	pruned := prune(root, paths)
+	var doc Document
+	if err := yaml.NodeToValue(pruned, &doc, yaml.DisallowUnknownField()); err != nil {
+		return nil
+	}
+	doc.Normalize()
+	var out []Violation
+	for _, v := range Validate(&doc) {
+		if !restsOnFailure(v, paths) {
+			v.Line = lineOfPath(root, v.Path)
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// prune takes out of root every mapping entry at one of paths; the
+// document is parsed afresh for each load, so it may be changed.
+func prune(root ast.Node, paths []string) ast.Node {
+	var walk func(n ast.Node)
+	walk = func(n ast.Node) {
+		switch m := n.(type) {
+		case *ast.MappingNode:
+			m.Values = slices.DeleteFunc(m.Values, func(mv *ast.MappingValueNode) bool {
+				return slices.Contains(paths, nodePath(mv.Key)) || slices.Contains(paths, nodePath(mv.Value))
+			})
+			for _, mv := range m.Values {
+				walk(mv.Value)
+			}
+		case *ast.MappingValueNode:
+			if slices.Contains(paths, nodePath(m.Value)) {
+				m.Value = ast.Null(m.Value.GetToken())
+				return
+			}
+			walk(m.Value)
+		case *ast.SequenceNode:
+			for _, item := range m.Values {
+				walk(item)
+			}
+		case *ast.TagNode:
+			walk(m.Value)
+		}
+	}
+	walk(root)
+	return root
+}
+
+// rulesReading are the rules that read beyond the entry they report on:
+// what they read, by path prefix.
+var rulesReading = map[string][]string{
+	"V6":  {"proxies["}, // names across proxies
+	"V10": {"proxies["}, // every proxy's resolve
+	"V26": {"admin.tokens"},
+	"V27": {"admin.tokens", "admin.groups", "admin.access", "proxies["},
+	"V34": {"admin.public", "admin.access", "proxies["},
+	"V36": {"admin.groups", "admin.access", "proxies["},
+}
+
+// restsOnFailure reports whether a rule's violation could be caused by a
+// failed field left out: it is at, under or beside one (same parent), or
+// the rule reads a part of the document where one failed.
+func restsOnFailure(v Violation, failed []string) bool {
+	for _, f := range failed {
+		if v.Path == f || strings.HasPrefix(v.Path, f+".") || strings.HasPrefix(f, v.Path+".") || parent(v.Path) == parent(f) {
+			return true
+		}
+		for _, prefix := range rulesReading[v.Rule] {
+			if strings.HasPrefix(f, prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func parent(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[:i]
+	}
+	return ""
+}
+
