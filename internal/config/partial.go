@@ -106,4 +106,3 @@ func parent(path string) string {
 	}
 	return ""
 }
-
