@@ -471,3 +471,17 @@ func TestReloadStatusAccessSchema(t *testing.T) {
 		t.Fatal("the schema endpoint does not serve the schema")
 	}
 }
+
+// TestABodyReportsEveryProblemAtOnce: a proxy body with a value error and a
+// rule broken elsewhere in it gets both in one CONFIG_INVALID.
+func TestABodyReportsEveryProblemAtOnce(t *testing.T) {
+	e := newEnv(t, baseDoc, nil)
+	a := e.call(t, "POST", "/api/v1/proxies", adminToken, `{"proxy": {"name": "newp", "type": "http", "url": "http://h",
+		"resolve": {"type": "header", "header": "X-N"}, "loss": {"percentage": 50, "status": 503},
+		"latency": {"percentage": 0.5, "min": 2, "max": 1}}}`)
+	expectCode(t, a, 400, "CONFIG_INVALID")
+	msg, _ := a.body["message"].(string)
+	if !strings.Contains(msg, "loss.percentage: 50 is not a fraction") || !strings.Contains(msg, "latency.min: min must be <= max") {
+		t.Errorf("the message: %s", msg)
+	}
+}

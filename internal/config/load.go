@@ -157,6 +157,7 @@ func ParseProxy(src []byte) (*Proxy, error) {
 		return nil, err
 	}
 	if vs := check(root, reflect.TypeFor[Proxy]()); len(vs) > 0 {
+		vs = append(vs, proxyRulesOnWhatParsed(root, vs)...)
 		return nil, &Invalid{Violations: vs}
 	}
 	var p Proxy

@@ -41,6 +41,32 @@ func rulesOnWhatParsed(root ast.Node, failed []Violation) []Violation {
 	return out
 }
 
+// proxyRulesOnWhatParsed is rulesOnWhatParsed for one proxy's document
+// (an admin API body): the rules that read the proxy alone.
+func proxyRulesOnWhatParsed(root ast.Node, failed []Violation) []Violation {
+	paths := make([]string, 0, len(failed))
+	for _, v := range failed {
+		if v.Path == "" || strings.HasSuffix(v.Path, "]") {
+			return nil
+		}
+		paths = append(paths, v.Path)
+	}
+	var p Proxy
+	if err := yaml.NodeToValue(prune(root, paths), &p, yaml.DisallowUnknownField()); err != nil {
+		return nil
+	}
+	p.Normalize()
+	var out []Violation
+	for _, v := range validateProxy("", p) {
+		v.Path = strings.TrimPrefix(v.Path, ".")
+		if !restsOnFailure(v, paths) {
+			v.Line = lineOfPath(root, v.Path)
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // prune takes out of root every mapping entry at one of paths; the
 // document is parsed afresh for each load, so it may be changed.
 func prune(root ast.Node, paths []string) ast.Node {

@@ -49,16 +49,21 @@ func Validate(d *Document) []Violation {
 			} else {
 				firstDefault = i
 			}
-		case ResolveHeader:
-			// V11: a header resolver names its header.
-			if p.Resolve.Header == "" {
-				add("V11", at+".resolve.header", "`header` is required when `type: header`")
-			}
 		}
-		vs = append(vs, validateFaults("", at, p.Latency)...)
-		vs = append(vs, validateMocks(at, p)...)
+		vs = append(vs, validateProxy(at, p)...)
 	}
 	return vs
+}
+
+// validateProxy is the rules that read one proxy alone, its paths under at.
+func validateProxy(at string, p Proxy) []Violation {
+	var vs []Violation
+	// V11: a header resolver names its header.
+	if p.Resolve.Type == ResolveHeader && p.Resolve.Header == "" {
+		vs = append(vs, Violation{Rule: "V11", Path: joinPath(at, "resolve.header"), Message: "`header` is required when `type: header`"})
+	}
+	vs = append(vs, validateFaults("", at, p.Latency)...)
+	return append(vs, validateMocks(at, p)...)
 }
 
 // validateFaults is V14 on the proxy and, through V25, on a mock's own block.
