@@ -26,7 +26,7 @@ type Controller struct {
 	holder *runtime.Holder
 	store  store.Store
 	log    *telemetry.Logger
-	onSwap func(old, next *runtime.Runtime)
+	onSwap []func(old, next *runtime.Runtime)
 }
 
 // New makes the controller of holder over st; log receives what goes
@@ -42,12 +42,13 @@ func New(holder *runtime.Holder, st store.Store, log *telemetry.Logger) *Control
 // Runtime is the configuration in force.
 func (c *Controller) Runtime() *runtime.Runtime { return c.holder.Load() }
 
-// OnSwap registers what to do after every swap (metrics republish the
-// mocks per proxy). It runs under the controller's lock.
+// OnSwap adds what to do after every swap (metrics republish the mocks
+// per proxy, the journal takes its settings), in the order added. It runs
+// under the controller's lock.
 func (c *Controller) OnSwap(fn func(old, next *runtime.Runtime)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.onSwap = fn
+	c.onSwap = append(c.onSwap, fn)
 }
 
 // swap puts rt in force; the caller holds the lock. What the proxies
@@ -57,8 +58,8 @@ func (c *Controller) swap(rt *runtime.Runtime) *runtime.Runtime {
 	old := c.holder.Load()
 	rt.Inherit(old)
 	c.holder.Swap(rt)
-	if c.onSwap != nil {
-		c.onSwap(old, rt)
+	for _, fn := range c.onSwap {
+		fn(old, rt)
 	}
 	return old
 }

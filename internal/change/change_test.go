@@ -260,3 +260,17 @@ func TestWriteRetriesAMovedStore(t *testing.T) {
 		t.Fatalf("write: %v after %d saves", err, st.saves)
 	}
 }
+
+// TestEverySwapHookRuns: what each part registers runs on every swap.
+func TestEverySwapHookRuns(t *testing.T) {
+	f := newFixture(t)
+	var calls []string
+	f.ctl.OnSwap(func(_, _ *runtime.Runtime) { calls = append(calls, "metrics") })
+	f.ctl.OnSwap(func(_, _ *runtime.Runtime) { calls = append(calls, "journal") })
+	if _, err := f.ctl.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(calls) != "[metrics journal]" {
+		t.Fatalf("hooks run: %v", calls)
+	}
+}
