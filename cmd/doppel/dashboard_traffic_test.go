@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 )
 
 // trafficDoc has a proxy that forwards and mocks (shop), and one that
@@ -158,6 +160,11 @@ func TestDashboardShowsTraffic(t *testing.T) {
 		b.wait("the response body", "document.getElementById('detail-response').textContent.includes('\"hello\": \"world\"') || document.getElementById('detail-response').textContent.includes('\"hello\":\"world\"')")
 		b.click(`#requests-body tr:nth-child(5)`) // POST /orders
 		b.wait("the request body", "document.getElementById('detail-request').textContent.includes('{\"item\": 1}')")
+		// The picture shows the dropped request: its fault, its masked header.
+		b.click(`#requests-body tr:nth-child(4)`)
+		b.wait("the detail of GET /pay", "document.getElementById('request-detail').textContent.includes('LOSS_INJECTED')")
+		eval[bool](b, "window.scrollTo(0, 0), true")
+		b.do("moving the pointer away", chromedp.MouseClickXY(1270, 850))
 		b.screenshot("requests")
 	})
 

@@ -51,6 +51,14 @@ function statusMatches(filter, status) {
   return String(status) === f;
 }
 
+// clock is the local time of day to the millisecond: requests a test
+// sends often share a second.
+function clock(time) {
+  const d = new Date(time);
+  const two = (n) => String(n).padStart(2, '0');
+  return two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds()) + '.' + String(d.getMilliseconds()).padStart(3, '0');
+}
+
 function statusClass(status) {
   return 'status s' + Math.floor(status / 100) + 'xx';
 }
@@ -104,7 +112,7 @@ export async function requestsPage(app, signal) {
   const table = el('table', { id: 'requests', class: 'requests' },
     el('thead', {}, el('tr', {},
       el('th', { text: 'Time' }), el('th', { text: 'Method' }), el('th', { text: 'Path' }), el('th', { text: 'Proxy' }), el('th', { text: 'Mock' }),
-      el('th', { class: 'num', text: 'Status' }), el('th', { text: 'Faults' }), el('th', { class: 'num', text: 'Duration' }), el('th', { class: 'num', text: 'Upstream' }))),
+      el('th', { class: 'num', text: 'Status' }), el('th', { class: 'faults', text: 'Faults' }), el('th', { class: 'num', text: 'Duration' }), el('th', { class: 'num', text: 'Upstream' }))),
     tbody);
 
   app.main.replaceChildren(
@@ -135,13 +143,13 @@ export async function requestsPage(app, signal) {
   const rowOf = (e) => {
     const f = faultsOf(e.fault);
     const tr = el('tr', { class: 'entry-row' + (e === selected ? ' selected' : ''), tabindex: '0', 'data-id': e.id, title: 'Show the headers and bodies' },
-      el('td', { class: 'mono nowrap', text: new Date(e.time).toLocaleTimeString(), title: e.time }),
+      el('td', { class: 'mono nowrap', text: clock(e.time), title: e.time }),
       el('td', { class: 'mono', text: e.method }),
       el('td', { class: 'mono path', text: e.path + (e.query ? '?' + e.query : '') }),
       el('td', { text: e.proxy || '—' }),
       el('td', { text: e.mock || '—' }),
       el('td', { class: 'num' }, el('span', { class: statusClass(e.status), text: String(e.status) })),
-      el('td', { class: 'faults' }, f.length ? f.map((x) => el('span', { class: 'tag', text: x })) : el('span', { class: 'muted', text: 'none' })),
+      el('td', { class: 'faults' }, f.length ? f.map((x) => el('span', { class: x === 'mock' ? 'tag' : 'tag fault', text: x })) : el('span', { class: 'muted', text: 'none' })),
       el('td', { class: 'num nowrap', text: ms(e.duration_ms) }),
       el('td', { class: 'num nowrap', text: ms(e.upstream_ms) }));
     const open = () => showDetail(e, tr);
