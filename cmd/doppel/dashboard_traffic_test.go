@@ -207,10 +207,25 @@ func TestDashboardShowsTraffic(t *testing.T) {
 		b.click("#clear")
 		b.wait("cleared", rows+" === 0 && document.getElementById('toast').textContent === 'Cleared the journal'")
 		if _, body := adminCall(t, base, "GET", "/api/v1/requests", ""); len(body["requests"].([]any)) != 0 {
-			t.Errorf("the journal after clear: %v", body)
+			t.Errorf("the journal still has %d entries after clear", len(body["requests"].([]any)))
 		}
 		// Still following.
 		send("GET", "/hello", "")
 		b.wait("a new one after clear", rows+" === 1")
+	})
+
+	// The page keeps at most 500 rows: the oldest go.
+	t.Run("at most 500 rows", func(t *testing.T) {
+		b.t = t
+		for i := range 520 {
+			send("GET", "/orders/"+strconv.Itoa(i), "")
+		}
+		b.wait("the newest on top", "document.querySelector('#requests-body tr').innerText.includes('/orders/519')")
+		if n := eval[int](b, rows); n != 500 {
+			t.Errorf("%d rows, want 500", n)
+		}
+		if s := row(b, 499); !strings.Contains(s, "/orders/20\t") && !strings.Contains(s, "/orders/20 ") {
+			t.Errorf("the last row: %q, want /orders/20", s)
+		}
 	})
 }
