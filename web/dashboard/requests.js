@@ -276,10 +276,10 @@ export async function requestsPage(app, signal) {
   });
 
   // The stream is opened before the list is asked for, so that nothing
-  // recorded between the two is missed; what both carry is drawn once.
-  // After a reconnection the list is asked for again, for what was
-  // recorded while the stream was down.
-  let early = [];
+  // recorded between the two is missed: its events are read only once the
+  // list is drawn, and what both carry is drawn once. After a reconnection
+  // the list is asked for again, for what was recorded while the stream
+  // was down.
   let listed = false;
   const load = async () => {
     const list = (await call('GET', 'api/v1/requests?limit=200')).data;
@@ -291,10 +291,6 @@ export async function requestsPage(app, signal) {
         remember(e);
       }
       listed = true;
-      for (const e of early) {
-        remember(e);
-      }
-      early = [];
       draw();
     } else {
       for (const e of list.requests) {
@@ -311,12 +307,7 @@ export async function requestsPage(app, signal) {
       dropped.textContent = 'This page fell behind: ' + n + (n === 1 ? ' request was' : ' requests were') + ' not sent to it. They are still in the journal.';
       dropped.hidden = false;
     } else if (name === 'request') {
-      const e = JSON.parse(data);
-      if (listed) {
-        arrived(e);
-      } else {
-        early.push(e);
-      }
+      arrived(JSON.parse(data));
     }
   };
   const setState = (text, isLive) => {
