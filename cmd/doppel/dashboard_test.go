@@ -231,25 +231,17 @@ func (b *browser) visibility(state string) {
 		document.dispatchEvent(new Event('visibilitychange')), true`)
 }
 
-func TestDashboardInABrowser(t *testing.T) {
-	exe := chromium(t)
-	dir := t.TempDir()
-	ports := freePorts(t, 2)
-	cfg := writeFile(t, dir, "main.yaml", dashboardDoc(dir, ports[0], ports[1]))
-	p := startProc(t, invocation{args: []string{"serve", "--config", cfg}})
-	p.waitServing()
-	base := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	waitListening(t, p, "127.0.0.1:"+strconv.Itoa(ports[1]))
-	if status, _ := adminCall(t, base, "PUT", "/api/v1/proxies/zeta/templates/answer.json.j2", `{"answer": 42}`); status != 204 {
-		t.Fatalf("uploading the template: %d", status)
-	}
-
+// newBrowser starts headless Chromium on the dashboard at base, in the
+// light theme. Every page it loads is watched: any Content-Security-Policy
+// violation fails the test when it ends.
+func newBrowser(t *testing.T, exe, base string) *browser {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.WindowSize(1280, 860),
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
+	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
+	t.Cleanup(cancel)
 	// The first run starts the browser, tied to the context it is given:
 	// the long-lived one, not a step's deadline.
 	if err := chromedp.Do(ctx); err != nil {
@@ -278,16 +270,33 @@ func TestDashboardInABrowser(t *testing.T) {
 			return t.Call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": pageProbe}, &added)
 		}))
 	// The page must run under its policy without tripping it once.
-	defer func() {
+	t.Cleanup(func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(violations) > 0 {
 			t.Errorf("the page violated its Content-Security-Policy:\n%s", strings.Join(violations, "\n"))
 		}
-	}()
+	})
 	// Light theme whatever the host prefers; the dark one is asked for below.
 	b.do("starting the browser", chromedp.Navigate(base+"/robots.txt"))
 	eval[bool](b, "localStorage.setItem('doppel.theme', 'light'), true")
+	return b
+}
+
+func TestDashboardInABrowser(t *testing.T) {
+	exe := chromium(t)
+	dir := t.TempDir()
+	ports := freePorts(t, 2)
+	cfg := writeFile(t, dir, "main.yaml", dashboardDoc(dir, ports[0], ports[1]))
+	p := startProc(t, invocation{args: []string{"serve", "--config", cfg}})
+	p.waitServing()
+	base := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	waitListening(t, p, "127.0.0.1:"+strconv.Itoa(ports[1]))
+	if status, _ := adminCall(t, base, "PUT", "/api/v1/proxies/zeta/templates/answer.json.j2", `{"answer": 42}`); status != 204 {
+		t.Fatalf("uploading the template: %d", status)
+	}
+
+	b := newBrowser(t, exe, base)
 
 	t.Run("anonymous read-only view", func(t *testing.T) {
 		b.t = t

@@ -105,6 +105,66 @@ export async function call(method, path, opts = {}) {
   return { status: res.status, headers: res.headers, data };
 }
 
+// events reads a Server-Sent Events stream (GET path) and hands each
+// event to onEvent(name, data) until the stream ends or signal is aborted;
+// onOpen runs (and is awaited) once the answer has come, before any event.
+// EventSource cannot send the token header, so this reads the body of a
+// fetch itself. An answer that is not 200 is thrown as an ApiError.
+export async function events(path, signal, onEvent, onOpen) {
+  const headers = { Accept: 'text/event-stream' };
+  const tok = token();
+  if (tok) {
+    headers[authHeader()] = 'Bearer ' + tok;
+  }
+  let res;
+  try {
+    res = await fetch(new URL(path, root), { headers, signal, cache: 'no-store', credentials: 'omit' });
+  } catch (e) {
+    throw new ApiError(0, 'UNREACHABLE', 'Doppel did not answer: ' + e.message);
+  }
+  if (!res.ok) {
+    if (res.status === 401) {
+      unauthorized(tok);
+    }
+    let data = null;
+    try {
+      data = await res.json();
+    } catch {
+      data = null;
+    }
+    throw new ApiError(res.status, (data && data.code) || 'HTTP_' + res.status, (data && data.message) || 'Doppel answered ' + res.status);
+  }
+  if (onOpen) {
+    await onOpen();
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) {
+      return;
+    }
+    buffer += value.replace(/\r\n?/g, '\n');
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = 'message';
+      const data = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event:')) {
+          name = line.slice(6).trim();
+        } else if (line.startsWith('data:')) {
+          data.push(line.slice(5).replace(/^ /, ''));
+        }
+      }
+      if (data.length) {
+        onEvent(name, data.join('\n'));
+      }
+    }
+  }
+}
+
 // access is GET /api/v1/access with the kept token (or the one given).
 export async function access(tok) {
   return (await call('GET', 'api/v1/access', tok === undefined ? {} : { token: tok })).data;

@@ -1,8 +1,9 @@
 // The dashboard: a client of the admin API with the same token rules.
-// Routes: '' (the proxies), 'new', 'proxies/<name>', 'status'.
+// Routes: '' (the proxies), 'new', 'proxies/<name>', 'requests', 'status'.
 import { access, call, forgetToken, keepToken, refusal, root, token, tokenExpiry, whenUnauthorized } from './api.js';
 import { el } from './form.js';
 import { proxyPage } from './proxy.js';
+import { requestsPage } from './requests.js';
 
 const main = document.getElementById('main');
 const refreshKey = 'doppel.refresh-ms';
@@ -303,6 +304,47 @@ function faults(p) {
   return out;
 }
 
+// mockHits reads doppel_mock_hits_total from /metrics: proxy → mock →
+// requests answered since Doppel started. The counters are Doppel's own
+// (cleared by nothing but a restart, not bounded by the journal), and
+// one fetch serves the whole list. null when there are no metrics.
+async function mockHits() {
+  let text;
+  try {
+    text = (await call('GET', 'metrics')).data;
+  } catch {
+    return null;
+  }
+  if (typeof text !== 'string') {
+    return null;
+  }
+  const hits = {};
+  const unescape = (v) => v.replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
+  for (const line of text.split('\n')) {
+    const m = /^doppel_mock_hits_total\{(.*)\}\s+(\S+)/.exec(line);
+    if (!m) {
+      continue;
+    }
+    const labels = {};
+    for (const l of m[1].matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
+      labels[l[1]] = unescape(l[2]);
+    }
+    (hits[labels.proxy] ||= {})[labels.mock] = Number(m[2]);
+  }
+  return hits;
+}
+
+// hitsCell sums the hits of the proxy's mocks in force, each in the tooltip.
+function hitsCell(p, hits) {
+  if (!hits) {
+    return el('td', { class: 'num muted', text: '—', title: 'No metrics are served here' });
+  }
+  const mine = hits[p.name] || {};
+  const mocks = (p.mocks || []).map((m) => m.name);
+  const total = mocks.reduce((n, m) => n + (mine[m] || 0), 0);
+  return el('td', { class: 'num hits', text: String(total), title: mocks.length ? mocks.map((m) => m + ': ' + (mine[m] || 0)).join(', ') : 'No mocks' });
+}
+
 function resolution(p) {
   return p.resolve && p.resolve.type === 'header' ? 'header ' + p.resolve.header + ': ' + p.name : 'default';
 }
@@ -325,8 +367,9 @@ async function listPage(signal) {
   }
   const fill = async () => {
     let proxies;
+    let hits;
     try {
-      proxies = (await call('GET', 'api/v1/proxies')).data.proxies;
+      [proxies, hits] = await Promise.all([call('GET', 'api/v1/proxies').then((r) => r.data.proxies), mockHits()]);
     } catch (e) {
       if (!signal.aborted) {
         body.replaceChildren(el('p', { class: 'error', text: 'The list could not be fetched: ' + e.message }));
@@ -353,6 +396,7 @@ async function listPage(signal) {
         el('td', { text: resolution(p) }),
         el('td', {}, f.length ? f.map((x) => el('span', { class: 'tag', text: x })) : el('span', { class: 'muted', text: 'none' })),
         el('td', { class: 'num', text: String((p.mocks || []).length) }),
+        hitsCell(p, hits),
         el('td', { class: 'row-actions' },
           el('button', { type: 'button', class: 'small', text: readRefused || refusal(app.report, 'update', p.name) ? 'View' : 'Edit', disabled: !!readRefused, title: readRefused || undefined,
             onclick: () => app.navigate('proxies/' + encodeURIComponent(p.name)) }),
@@ -360,7 +404,8 @@ async function listPage(signal) {
             onclick: async () => { if (await confirmDelete(p.name, revision)) { fill(); } } })));
     });
     body.replaceChildren(el('table', { id: 'proxies' },
-      el('thead', {}, el('tr', {}, ['Name', 'Upstream', 'Resolution', 'Faults'].map((h) => el('th', { text: h })), el('th', { class: 'num', text: 'Mocks' }), el('th', {}))),
+      el('thead', {}, el('tr', {}, ['Name', 'Upstream', 'Resolution', 'Faults'].map((h) => el('th', { text: h })), el('th', { class: 'num', text: 'Mocks' }),
+        el('th', { class: 'num', text: 'Hits', title: 'Requests its mocks answered since Doppel started (doppel_mock_hits_total)' }), el('th', {}))),
       el('tbody', {}, rows)));
   };
   refreshList = fill;
@@ -477,6 +522,8 @@ async function route() {
       await listPage(signal);
     } else if (r === 'status') {
       await statusPage(signal);
+    } else if (r === 'requests') {
+      await requestsPage(app, signal);
     } else if (r === 'new') {
       await proxyPage(app, null, signal);
     } else if (proxyName(r)) {
