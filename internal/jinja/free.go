@@ -115,29 +115,44 @@ func (t *Template) Unbound(known func(name string) bool) []Read {
 
 // collect calls fn for every name in v's tree.
 func collect(v reflect.Value, fn func(*nodes.Name)) {
+	visit(v, map[uintptr]bool{}, func(p reflect.Value) bool {
+		if n, ok := p.Interface().(*nodes.Name); ok {
+			fn(n)
+			return false
+		}
+		return true
+	})
+}
+
+// visit walks v's tree, unexported fields included, calling fn on every
+// non-nil pointer once; fn says whether to go below it.
+func visit(v reflect.Value, seen map[uintptr]bool, fn func(reflect.Value) bool) {
 	switch v.Kind() {
 	case reflect.Pointer:
-		if v.IsNil() {
+		if v.IsNil() || seen[v.Pointer()] {
 			return
 		}
-		if n, ok := v.Interface().(*nodes.Name); ok {
-			fn(n)
-			return
+		seen[v.Pointer()] = true
+		if fn(v) {
+			visit(v.Elem(), seen, fn)
 		}
-		collect(v.Elem(), fn)
 	case reflect.Interface:
 		if !v.IsNil() {
-			collect(v.Elem(), fn)
+			visit(v.Elem(), seen, fn)
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if f := settable(v.Field(i)); f.IsValid() {
-				collect(f, fn)
+				visit(f, seen, fn)
 			}
 		}
-	case reflect.Slice:
+	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			collect(v.Index(i), fn)
+			visit(v.Index(i), seen, fn)
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			visit(it.Value(), seen, fn)
 		}
 	}
 }

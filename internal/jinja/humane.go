@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nikolalohinski/gonja/v2/nodes"
+	"github.com/nikolalohinski/gonja/v2/tokens"
 )
 
 // Rendering errors are said in the user's words: where (line, column, and
@@ -145,52 +146,19 @@ func tagAt(source string, line, col int) string {
 // environment does not have: gonja finds out only when rendering.
 func unknownNames(t *Template) error {
 	var err error
-	collectCalls(reflect.ValueOf(t.t.Root()), map[uintptr]bool{}, func(kind, name string, line, col int) {
-		if err != nil || strings.HasPrefix(name, "_doppel_") {
-			return
-		}
-		known := Environment.Filters.Exists(name)
-		if kind == "test" {
-			known = Environment.Tests.Exists(name)
-		}
-		if !known {
-			err = fmt.Errorf("line %d, column %d: there is no %s `%s`", line, col, kind, name)
-		}
-	})
-	return err
-}
-
-func collectCalls(v reflect.Value, seen map[uintptr]bool, fn func(kind, name string, line, col int)) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if v.IsNil() || seen[v.Pointer()] {
-			return
-		}
-		seen[v.Pointer()] = true
-		switch x := v.Interface().(type) {
-		case *nodes.FilterCall:
-			fn("filter", x.Name, x.Token.Line, x.Token.Col)
-		case *nodes.TestCall:
-			fn("test", x.Name, x.Token.Line, x.Token.Col)
-		}
-		collectCalls(v.Elem(), seen, fn)
-	case reflect.Interface:
-		if !v.IsNil() {
-			collectCalls(v.Elem(), seen, fn)
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if f := settable(v.Field(i)); f.IsValid() {
-				collectCalls(f, seen, fn)
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		for i := range v.Len() {
-			collectCalls(v.Index(i), seen, fn)
-		}
-	case reflect.Map:
-		for it := v.MapRange(); it.Next(); {
-			collectCalls(it.Value(), seen, fn)
+	check := func(kind, name string, at *tokens.Token, known bool) {
+		if err == nil && !known && !strings.HasPrefix(name, "_doppel_") {
+			err = fmt.Errorf("line %d, column %d: there is no %s `%s`", at.Line, at.Col, kind, name)
 		}
 	}
+	visit(reflect.ValueOf(t.t.Root()), map[uintptr]bool{}, func(p reflect.Value) bool {
+		switch x := p.Interface().(type) {
+		case *nodes.FilterCall:
+			check("filter", x.Name, x.Token, Environment.Filters.Exists(x.Name))
+		case *nodes.TestCall:
+			check("test", x.Name, x.Token, Environment.Tests.Exists(x.Name))
+		}
+		return true
+	})
+	return err
 }
