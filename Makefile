@@ -39,6 +39,7 @@ fuzz:
 	$(GO) test ./internal/config -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME)
 
 # The peer benchmark (docs/performance.md): installs what it needs, about 5 minutes.
+# BENCH_ONLY=doppel: only Doppel with the request journal on and off, about 1 minute.
 bench:
 	bench/run.sh
 

@@ -8,6 +8,10 @@
 # processes by PID. Extra arguments go to the orchestrator
 # (e.g. `bench/run.sh -rounds 5 -keep`). The whole run, installs included,
 # is bounded by BENCH_BUDGET seconds (default 570, under 10 minutes).
+#
+# BENCH_ONLY=doppel (`make bench BENCH_ONLY=doppel`) runs only Doppel with
+# the request journal on and off, on /small and the mock path: it installs
+# only wrk and passes `-only doppel` to the orchestrator.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -17,6 +21,8 @@ BIN=$CACHE/bin
 TOXIPROXY_VERSION=${TOXIPROXY_VERSION:-latest}
 MOUNTEBANK_VERSION=${MOUNTEBANK_VERSION:-2.9.1}
 BUDGET=${BENCH_BUDGET:-570}
+ONLY=${BENCH_ONLY:-}
+case "$ONLY" in "" | doppel) ;; *) echo "bench: FAILED: BENCH_ONLY=$ONLY: the only selection is doppel" >&2; exit 1 ;; esac
 
 die() { echo "bench: FAILED: $*" >&2; exit 1; }
 note() { echo "bench: $*" >&2; }
@@ -25,10 +31,12 @@ mkdir -p "$BIN"
 
 # apt packages (root, or sudo without a password).
 missing=()
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
-command -v node >/dev/null 2>&1 || missing+=(nodejs)
-command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ -z "$ONLY" ]; then
+	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+	command -v node >/dev/null 2>&1 || missing+=(nodejs)
+	command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
 	note "installing ${missing[*]} with apt-get"
 	if [ "$(id -u)" -eq 0 ]; then SUDO=(); elif command -v sudo >/dev/null 2>&1; then SUDO=(sudo -n); else
@@ -40,7 +48,7 @@ fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # Toxiproxy (its server binary is called `server`).
-if [ ! -x "$BIN/server" ]; then
+if [ -z "$ONLY" ] && [ ! -x "$BIN/server" ]; then
 	note "installing Toxiproxy ($TOXIPROXY_VERSION) with go install"
 	GOBIN="$PWD/$BIN" timeout 300 "$GO" install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" ||
 		die "go install github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION failed"
@@ -48,7 +56,7 @@ fi
 
 # Mountebank.
 MB=$CACHE/mb/node_modules/.bin/mb
-if [ ! -x "$MB" ]; then
+if [ -z "$ONLY" ] && [ ! -x "$MB" ]; then
 	note "installing Mountebank $MOUNTEBANK_VERSION with npm"
 	timeout 300 npm install --silent --no-audit --no-fund --prefix "$CACHE/mb" "mountebank@$MOUNTEBANK_VERSION" >&2 ||
 		die "npm install mountebank@$MOUNTEBANK_VERSION failed"
@@ -61,4 +69,6 @@ note "building Doppel and the benchmark programs"
 
 left=$((BUDGET - SECONDS))
 [ "$left" -gt 60 ] || die "installs used the time budget ($SECONDS s of $BUDGET s); run again, they are cached now"
-exec "$BIN/bench" -bin "$BIN" -mb "$MB" -nginx "$NGINX" -budget "${left}s" "$@"
+extra=()
+[ -n "$ONLY" ] && extra=(-only "$ONLY")
+exec "$BIN/bench" -bin "$BIN" -mb "$MB" -nginx "$NGINX" -budget "${left}s" "${extra[@]}" "$@"

@@ -36,13 +36,22 @@ func newBenchmark(cfg *config, fl *fleet) *benchmark {
 	add := func(list *[]benchCase, s *server, path string) {
 		*list = append(*list, benchCase{caseKey{s.name, path}, s, s.base + path})
 	}
-	forwarding := []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppel, fl.doppelInfo}
-	for _, path := range []string{"/small", "/large"} {
-		for _, s := range forwarding {
-			add(&b.cases, s, path)
+	if cfg.onlyDoppel() {
+		for _, path := range []string{"/small", mockPath} {
+			add(&b.cases, fl.doppelNoJournal, path)
+			add(&b.cases, fl.doppel, path)
 		}
+		return b
 	}
-	for _, s := range []*server{fl.doppel, fl.doppelInfo, fl.mountebank, fl.nginxRet} {
+	// The journal-off Doppel runs right before the default one, on /small
+	// and the mock path only: the journal's cost is read from that pair.
+	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppelNoJournal, fl.doppel, fl.doppelInfo} {
+		add(&b.cases, s, "/small")
+	}
+	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppel, fl.doppelInfo} {
+		add(&b.cases, s, "/large")
+	}
+	for _, s := range []*server{fl.doppelNoJournal, fl.doppel, fl.doppelInfo, fl.mountebank, fl.nginxRet} {
 		add(&b.cases, s, mockPath)
 	}
 	for _, s := range []*server{fl.upstream, fl.goproxy, fl.doppel, fl.doppelInfo} {
@@ -95,7 +104,10 @@ func (b *benchmark) plan(start time.Time) error {
 }
 
 func (b *benchmark) alive() error {
-	for _, s := range []*server{b.fl.upstream, b.fl.nginx, b.fl.goproxy, b.fl.toxiproxy, b.fl.doppel, b.fl.doppelInfo, b.fl.mountebank} {
+	for _, s := range []*server{b.fl.upstream, b.fl.nginx, b.fl.goproxy, b.fl.toxiproxy, b.fl.doppel, b.fl.doppelNoJournal, b.fl.doppelInfo, b.fl.mountebank} {
+		if s == nil {
+			continue // not started with -only doppel
+		}
 		if s.proc.exited() {
 			return fmt.Errorf("%s (pid %d) exited unexpectedly (%v); its log says:\n%s", s.proc.name, s.proc.pid, s.proc.waitErr, s.proc.logTail())
 		}

@@ -1,14 +1,19 @@
 // Command bench is the orchestrator behind `make bench` (bench/run.sh).
 //
 // It starts one small Go upstream and, in front of it, nginx, a bare
-// httputil.ReverseProxy, Toxiproxy and Doppel (twice: logging at error, and
-// at the default info level with its JSON lines going to /dev/null), plus
+// httputil.ReverseProxy, Toxiproxy and Doppel (three times: logging at
+// error, the same with the request journal off, and at the default info
+// level with its JSON lines going to /dev/null), plus
 // Mountebank and nginx `return 200` for the mocked path. It then measures
 // them interleaved (A B C A B C ...) with wrk for several rounds, charging
 // each run the user+system CPU of the process that served it, and finishes
 // with fixed-rate open-loop runs for latency percentiles. It prints medians
 // over the rounds as Markdown tables and checks Doppel against the targets
-// of issue 6.
+// of issue 6 and the journal's (on, as by default, against off).
+//
+// With -only doppel it starts just the upstream and the two Doppels at log
+// level error (journal on and off) and measures `/small` and the mock path:
+// the journal's figures in a fraction of the time, with no peer installed.
 //
 // Every process is started here, on 127.0.0.1 ports the kernel picks, and
 // only those PIDs are stopped at the end, on error and on SIGINT/SIGTERM.
@@ -46,7 +51,11 @@ type config struct {
 	nginxWorkers int
 	keep         bool
 	out          string
+	only         string
 }
+
+// onlyDoppel is -only doppel: the journal on/off rounds and nothing else.
+func (c *config) onlyDoppel() bool { return c.only == "doppel" }
 
 func (c *config) bin(name string) string { return filepath.Join(c.binDir, name) }
 
@@ -69,6 +78,7 @@ func main() {
 	flag.IntVar(&cfg.nginxWorkers, "nginx-workers", 2, "nginx worker_processes (1 or 2 on a 2-core machine)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (configs and logs)")
 	flag.StringVar(&cfg.out, "out", "bench/.cache/last-run.md", "also write the report here (empty: don't)")
+	flag.StringVar(&cfg.only, "only", "", `"doppel": only Doppel with the journal on and off, on /small and the mock path (no peers, no open loop)`)
 	flag.Parse()
 	// The servers run in a temporary directory: paths must be absolute.
 	for _, p := range []*string{&cfg.binDir, &cfg.mb} {
@@ -164,6 +174,22 @@ func preflight(cfg *config) error {
 	}
 	if cfg.nginxWorkers < 1 {
 		return errors.New("-nginx-workers must be at least 1")
+	}
+	if cfg.only != "" && !cfg.onlyDoppel() {
+		return fmt.Errorf("-only %q: the only selection is \"doppel\"", cfg.only)
+	}
+	if cfg.onlyDoppel() {
+		for _, name := range []string{"upstream", "doppel"} {
+			if _, err := os.Stat(cfg.bin(name)); err != nil {
+				return fmt.Errorf("%s is not built (%v); run bench/run.sh", name, err)
+			}
+		}
+		path, err := exec.LookPath(cfg.wrk)
+		if err != nil {
+			return fmt.Errorf("%s not found (apt-get install -y wrk): %v", cfg.wrk, err)
+		}
+		cfg.wrk = path
+		return nil
 	}
 	for _, name := range []string{"upstream", "goproxy", "loadgen", "doppel"} {
 		if _, err := os.Stat(cfg.bin(name)); err != nil {

@@ -91,6 +91,10 @@ func describeMachine(cfg *config) string {
 	if len(wrkVer) > 2 {
 		wrkVer = wrkVer[:2]
 	}
+	if cfg.onlyDoppel() {
+		fmt.Fprintf(&sb, "- -only doppel: no peers; load from %s\n", cmdOut(cfg.wrk, "-v"))
+		return sb.String()
+	}
 	fmt.Fprintf(&sb, "- peers: %s (%d workers); Toxiproxy %s; Mountebank %s (node %s); load from %s\n",
 		strings.TrimPrefix(cmdOut(cfg.nginx, "-v"), "nginx version: "), cfg.nginxWorkers, toxi,
 		cmdOut(cfg.mb, "--version"), cmdOut("node", "--version"), strings.Join(wrkVer, " "))
@@ -226,6 +230,12 @@ func (b *benchmark) report(machine string, elapsed time.Duration) string {
 			fmtUs(b.lgMedian(t, func(l openloop.Result) float64 { return l.LagP99us })))
 	}
 
+	b.journalReport(w, byKey)
+	if cfg.onlyDoppel() {
+		b.problemsReport(w)
+		return sb.String()
+	}
+
 	w("\n### Issue 6 targets\n\n")
 	w("| target | doppel (log level error) | doppel (info, JSON to /dev/null) |\n|---|---|---|\n")
 	verdict := func(ok bool) string {
@@ -270,7 +280,11 @@ func (b *benchmark) report(machine string, elapsed time.Duration) string {
 		return fmt.Sprintf("%+.0f µs (%s; %+.0f µs vs the 500 µs limit)", d, verdict(d <= 500), d-500)
 	})
 	w("\nDoppel's RSS right after start: %.1f MiB.\n", float64(b.fl.doppelIdleRSS)/(1<<20))
+	b.problemsReport(w)
+	return sb.String()
+}
 
+func (b *benchmark) problemsReport(w func(string, ...any)) {
 	w("\n### Problems seen\n\n")
 	if len(b.problems) == 0 {
 		w("none: every answer was 2xx, no socket errors, no process exited, no server logged anything.\n")
@@ -278,5 +292,58 @@ func (b *benchmark) report(machine string, elapsed time.Duration) string {
 	for _, p := range b.problems {
 		w("- %s\n", p)
 	}
-	return sb.String()
+}
+
+// Budgets of the request journal: on (the defaults) against off, same
+// path, same round.
+const (
+	journalMaxRPSLoss = 5.0 // %
+	journalMaxCPU     = 3.0 // µs per request
+)
+
+// journalReport compares `doppel` (journal on, the defaults) with
+// `doppel-nojournal` (`journal: {size: 0}`), both at log level error. The
+// differences are medians over rounds of the per-round differences: the
+// two ran seconds apart, the off one first.
+func (b *benchmark) journalReport(w func(string, ...any), byKey map[caseKey]row) {
+	w("\n### The request journal (doppel at log level error: on, the defaults, vs `journal: {size: 0}`)\n\n")
+	w("| path | req/s off | req/s on | Δ req/s | CPU µs/req off | CPU µs/req on | Δ CPU µs/req | peak RSS MiB off / on | ≤ %.0f %% req/s | ≤ %.0f µs CPU |\n", journalMaxRPSLoss, journalMaxCPU)
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	verdict := func(ok bool) string {
+		if ok {
+			return "**met**"
+		}
+		return "**missed**"
+	}
+	for _, path := range []string{"/small", mockPath} {
+		off, on := b.wrk[caseKey{"doppel-nojournal", path}], b.wrk[caseKey{"doppel", path}]
+		if len(off) == 0 || len(on) == 0 {
+			continue
+		}
+		var dRPS, dCPU []float64
+		for i := range min(len(off), len(on)) {
+			if off[i].RPS > 0 {
+				dRPS = append(dRPS, (on[i].RPS/off[i].RPS-1)*100)
+			}
+			dCPU = append(dCPU, on[i].CPUPerReq-off[i].CPUPerReq)
+		}
+		rOff, rOn := byKey[caseKey{"doppel-nojournal", path}], byKey[caseKey{"doppel", path}]
+		dr, dc := median(dRPS), median(dCPU)
+		shown := path
+		if path == mockPath {
+			shown = "/mock/{id}"
+		}
+		w("| %s | %.0f | %.0f | %+.1f %% | %.1f | %.1f | %+.1f | %.1f / %.1f | %s | %s |\n", shown, rOff.rps, rOn.rps, dr, rOff.cpu, rOn.cpu, dc, rOff.rss, rOn.rss,
+			verdict(dr >= -journalMaxRPSLoss), verdict(dc <= journalMaxCPU))
+	}
+	w("\nΔ are medians over rounds of the per-round differences (on − off; the off run goes first, seconds before the on one). Per round, Δ req/s: ")
+	for _, path := range []string{"/small", mockPath} {
+		off, on := b.wrk[caseKey{"doppel-nojournal", path}], b.wrk[caseKey{"doppel", path}]
+		var parts []string
+		for i := range min(len(off), len(on)) {
+			parts = append(parts, fmt.Sprintf("%+.1f %% / %+.1f µs", (on[i].RPS/off[i].RPS-1)*100, on[i].CPUPerReq-off[i].CPUPerReq))
+		}
+		w("%s %s; ", path, strings.Join(parts, ", "))
+	}
+	w("(req/s / CPU µs).\n")
 }
