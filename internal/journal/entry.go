@@ -14,25 +14,25 @@ import (
 // Entry is one request as the journal keeps it: immutable once recorded,
 // shared by every reader.
 type Entry struct {
-	ID                    string      `json:"id"`
-	Time                  time.Time   `json:"time"`
-	Proxy                 string      `json:"proxy"`
-	Mock                  *string     `json:"mock"`
-	Session               *string     `json:"session"`
-	Method                string      `json:"method"`
-	Path                  string      `json:"path"`
-	Query                 string      `json:"query"`
-	Headers               http.Header `json:"headers"`
-	Body                  Body        `json:"body"`
-	BodyTruncated         bool        `json:"body_truncated"`
-	Status                int         `json:"status"`
-	ResponseHeaders       http.Header `json:"response_headers"`
-	ResponseBody          Body        `json:"response_body"`
-	ResponseBodyTruncated bool        `json:"response_body_truncated"`
-	Fault                 Fault       `json:"fault"`
-	DurationMS            float64     `json:"duration_ms"`
-	UpstreamMS            *float64    `json:"upstream_ms"`
-	Client                string      `json:"client"`
+	ID                    string    `json:"id"`
+	Time                  time.Time `json:"time"`
+	Proxy                 string    `json:"proxy"`
+	Mock                  *string   `json:"mock"`
+	Session               *string   `json:"session"`
+	Method                string    `json:"method"`
+	Path                  string    `json:"path"`
+	Query                 string    `json:"query"`
+	Headers               Headers   `json:"headers"`
+	Body                  Body      `json:"body"`
+	BodyTruncated         bool      `json:"body_truncated"`
+	Status                int       `json:"status"`
+	ResponseHeaders       Headers   `json:"response_headers"`
+	ResponseBody          Body      `json:"response_body"`
+	ResponseBodyTruncated bool      `json:"response_body_truncated"`
+	Fault                 Fault     `json:"fault"`
+	DurationMS            float64   `json:"duration_ms"`
+	UpstreamMS            *float64  `json:"upstream_ms"`
+	Client                string    `json:"client"`
 
 	seq uint64 // the order of recording, from 1
 }
@@ -89,7 +89,7 @@ func entryOf(rec *telemetry.Exchange, start time.Time, s *settings) *Entry {
 		Method:     rec.Method,
 		Path:       rec.Path,
 		Query:      rec.Query,
-		Headers:    s.mask(rec.RequestHeader),
+		Headers:    flatten(rec.RequestHeader, s.secret),
 		Status:     rec.Status,
 		DurationMS: telemetry.Millis(rec.Duration),
 		Client:     rec.Client,
@@ -107,9 +107,7 @@ func entryOf(rec *telemetry.Exchange, start time.Time, s *settings) *Entry {
 		ms := telemetry.Millis(rec.UpstreamDuration)
 		e.UpstreamMS = &ms
 	}
-	if rec.ResponseHeader != nil {
-		e.ResponseHeaders = rec.ResponseHeader.Clone()
-	}
+	e.ResponseHeaders = flatten(rec.ResponseHeader, nil)
 	if c := rec.RequestBody; c != nil {
 		e.Body, e.BodyTruncated = Body(c.Bytes), c.Cut
 	}
@@ -117,24 +115,6 @@ func entryOf(rec *telemetry.Exchange, start time.Time, s *settings) *Entry {
 		e.ResponseBody, e.ResponseBodyTruncated = Body(c.Bytes), c.Cut
 	}
 	return e
-}
-
-// mask copies the request's headers with secrets as Masked.
-func (s *settings) mask(h http.Header) http.Header {
-	if h == nil {
-		return http.Header{}
-	}
-	out := h.Clone()
-	for _, name := range s.secret {
-		if v, ok := out[name]; ok {
-			masked := make([]string, len(v))
-			for i := range masked {
-				masked[i] = Masked
-			}
-			out[name] = masked
-		}
-	}
-	return out
 }
 
 // secretsOf are the headers masked under these settings, canonical.
