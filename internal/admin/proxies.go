@@ -110,6 +110,11 @@ func readBody(w http.ResponseWriter, r *http.Request) (*body, bool) {
 		apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a proxy document is at most %d bytes", config.MaxDocumentSize))
 		return nil, false
 	}
+	// Before encoding/json and the YAML parser see it (config.CheckNesting).
+	if err := config.CheckNesting(raw); err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, err.Error())
+		return nil, false
+	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		apierr.Write(w, apierr.ConfigInvalid, "the body is not a JSON object: "+err.Error())

@@ -52,6 +52,10 @@ func parseRoot(src []byte) (ast.Node, error) {
 	if len(src) > MaxDocumentSize {
 		return nil, invalid(Violation{Message: fmt.Sprintf("the document is %d bytes; at most %d are read", len(src), MaxDocumentSize)})
 	}
+	// Before the parser, whose memory grows with the square of the depth.
+	if err := CheckNesting(src); err != nil {
+		return nil, err
+	}
 	file, err := parser.ParseBytes(src, 0)
 	if err != nil {
 		return nil, invalid(syntaxViolation(err))

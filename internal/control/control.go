@@ -120,6 +120,10 @@ func (s *Server) handle(c net.Conn) {
 	}
 	if err != nil {
 		resp = Response{Code: "CONFIG_INVALID", Message: "one JSON request line was expected"}
+		var inv *config.Invalid
+		if errors.As(err, &inv) {
+			resp.Violations = inv.Lines()
+		}
 	} else {
 		resp = s.do(context.Background(), req)
 	}
@@ -128,8 +132,12 @@ func (s *Server) handle(c net.Conn) {
 }
 
 // parseRequest reads one request line: the JSON encoding of a Request.
+// Its nesting is bounded as a document's is (config.CheckNesting).
 func parseRequest(line []byte) (Request, error) {
 	var req Request
+	if err := config.CheckNesting(line); err != nil {
+		return req, err
+	}
 	err := json.Unmarshal(line, &req)
 	return req, err
 }
