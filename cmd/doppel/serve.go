@@ -86,6 +86,23 @@ once. A configuration with violations is refused with every one listed.`,
 	return cmd
 }
 
+// followStore keeps the configuration in force equal to the store's when on:
+// the database announces every replica's writes; the file is followed
+// when asked (--watch). stop ends it and waits for a reload under way.
+func followStore(ctl *change.Controller, st store.Store, on bool) (stop func(), err error) {
+	w, ok := st.(store.Watcher)
+	if !ok || !on {
+		return func() {}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped, err := ctl.Follow(ctx, w)
+	if err != nil {
+		cancel()
+		return nil, failed("cannot watch %s: %v", w.Describe(), err)
+	}
+	return func() { cancel(); <-stopped }, nil
+}
+
 // newMetrics makes the metrics and keeps doppel_proxy_mocks current.
 func newMetrics(doc *config.Document, ctl *change.Controller) *telemetry.Metrics {
 	metrics := telemetry.NewMetrics(version.Version, *doc.Admin.Dashboard)
@@ -235,18 +252,12 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	metrics := newMetrics(doc, ctl)
 	jr := newJournal(ctl)
 
-	following, stopFollowing := context.WithCancel(context.Background())
-	defer stopFollowing()
-	// Live propagation: the database announces every replica's writes;
-	// the file is followed when asked (--watch).
-	if w, ok := st.(store.Watcher); ok && (opts.Kind == store.KindPostgres || f.watch) {
-		stopped, err := ctl.Follow(following, w)
-		if err != nil {
-			return failed("cannot watch %s: %v", w.Describe(), err)
-		}
-		// Before the store closes: a reload under way finishes first.
-		defer func() { stopFollowing(); <-stopped }()
+	stopFollowing, err := followStore(ctl, st, opts.Kind == store.KindPostgres || f.watch)
+	if err != nil {
+		return err
 	}
+	// Before the store closes: a reload under way finishes first.
+	defer stopFollowing()
 	ctlSrv, err := control.Listen(cmp.Or(f.socket, string(doc.Control.Socket)), ctl, tokenNames(envTokens))
 	if err != nil {
 		return failed("%v", err)
