@@ -31,7 +31,7 @@ func CheckNesting(src []byte) error {
 // as goccy/go-yaml's parser would build them, and the offset where that
 // depth is first reached. It stops as soon as the depth passes limit.
 func nestingDepth(src []byte, limit int) (depth, at int) {
-	s := nestScanner{src: src, limit: limit, plainOwner: noPlain, lastScalar: -1, explicitNext: -1}
+	s := nestScanner{src: src, limit: limit, plainOwner: noPlain, lastScalar: -1, explicitNext: -1, delim: -1, emptyEntry: -1, merge: -1}
 	for s.i < len(s.src) && !s.over() {
 		s.line()
 	}
@@ -71,6 +71,14 @@ type nestScanner struct {
 	flow      []flowLevel  // open flow collections, innermost last
 	flowDepth int          // the levels the open flow collections add
 
+	// delim is the column of the last "-", "?" or key, or -1: the
+	// parser's scanner ends a plain or block scalar at a line indented
+	// no further. It is the innermost block collection's column, but for
+	// keys that are aliases (which leave it as it was) and block scalars.
+	delim int
+	// merge is the column of a merge key plain or plainText just found,
+	// or -1 (see mergeKey).
+	merge int
 	// plainOwner is, while the last line ended inside a plain scalar, the
 	// column a line must be indented past to continue it; noPlain when
 	// none.
@@ -92,14 +100,14 @@ type nestScanner struct {
 	literal                                    bool
 	literalParent, literalIndent, literalFirst int
 	// glued is set when a block scalar ended with blank lines and no
-	// content: the parser then reads a bracket that starts the next line
-	// as the start of a plain scalar.
+	// content: the parser then reads the next line as starting a plain
+	// scalar, whatever its first character.
 	literalBlank, glued bool
 	literalCol          int // where the block scalar began
-	// emptyEntry is set after a list entry with nothing after its "-" on
-	// the line. The parser reads a key on the next line at the column of
-	// that "-" as a mapping inside the entry, not beside the list.
-	emptyEntry bool
+	// emptyEntry is the column of a list entry with nothing after its "-"
+	// on the line, or -1. The parser reads a key on the next line at that
+	// column as a mapping inside the entry, not beside the list.
+	emptyEntry int
 	// dangling is set after a tag (or an alias without a name) that ends
 	// a line, or an anchor alone on its line: the parser makes the next
 	// node their content, nested where they are whatever its
@@ -175,14 +183,6 @@ func (s *nestScanner) skipSpaces() {
 	for s.i < len(s.src) && isSpace(s.src[s.i]) {
 		s.i++
 	}
-}
-
-// topCol is the column of the innermost block collection, -1 at the top.
-func (s *nestScanner) topCol() int {
-	if len(s.block) == 0 {
-		return -1
-	}
-	return s.block[len(s.block)-1].col
 }
 
 // runesAfter reports whether n characters are left from s.i.

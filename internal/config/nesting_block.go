@@ -23,7 +23,8 @@ func (s *nestScanner) line() {
 		s.block = s.block[:0]
 		s.literal, s.glued = false, false
 		s.plainOwner, s.lastScalar, s.lastExplicit, s.explicitNext = noPlain, -1, false, -1
-		s.emptyEntry, s.dangling, s.anchorName = false, false, false
+		s.delim = -1
+		s.emptyEntry, s.dangling, s.anchorName = -1, false, false
 		s.i += 3
 		s.node()
 		return
@@ -33,6 +34,9 @@ func (s *nestScanner) line() {
 			s.literalIndent = indent
 			if s.literalFirst >= 0 {
 				s.literalIndent = s.literalFirst
+			}
+			if s.literalIndent > 0 {
+				s.delim = s.literalIndent - 1 // the parser's, from here on
 			}
 			s.skipLine()
 			return
@@ -60,11 +64,12 @@ func (s *nestScanner) line() {
 			} else {
 				s.pushBlock(scalar, false)
 			}
+			s.delim = scalar
 			s.i++
 			s.node()
 			return
 		}
-		s.emptyEntry = false // kept for a scalar that became a key
+		s.emptyEntry = -1 // kept for a scalar that became a key
 	}
 	if owner != noPlain {
 		switch {
@@ -87,7 +92,9 @@ func (s *nestScanner) line() {
 		default:
 			s.lastExplicit = explicit
 			if s.plainText(owner, scalar) {
-				s.openBlock(scalar, false)
+				at := s.keyAt(scalar)
+				s.openBlock(at, false)
+				s.delim = at
 				s.i++
 				s.node()
 			}
@@ -122,7 +129,7 @@ func (s *nestScanner) documentMarker(literal bool) bool {
 func (s *nestScanner) node() {
 	glued := s.glued
 	s.glued = false
-	dash := false // the last thing read was a list entry's "-"
+	dash := -1 // the column of a list entry's "-" just read
 	// explicit is the column of a "?" just read: the parser takes a ':'
 	// after the key that follows, here or on the next line, as that
 	// mapping's, not a new one's.
@@ -131,10 +138,12 @@ func (s *nestScanner) node() {
 	first := true // at the line's first node
 	for ; !s.over(); first = false {
 		afterDash := dash
-		dash = false
+		dash = -1
 		s.skipSpaces()
 		if s.atLineEnd() {
-			s.emptyEntry = s.emptyEntry || afterDash
+			if afterDash >= 0 {
+				s.emptyEntry = afterDash
+			}
 			s.explicitNext = explicit
 			s.newLine()
 			return
@@ -144,6 +153,22 @@ func (s *nestScanner) node() {
 		s.lastExplicit = explicit >= 0
 		if explicit >= 0 {
 			keyCol, explicit = explicit, -1
+		}
+		if glued && first && s.src[s.i] != '#' {
+			// The line starts a plain scalar, whatever its first
+			// character (see glued).
+			if !s.plain(keyCol) {
+				s.dangling = false
+				return
+			}
+			if s.merge > col {
+				keyCol, col = s.merge, s.merge
+			}
+			s.merge = -1
+			s.openBlock(keyCol, false)
+			s.delim = col
+			s.i++
+			continue
 		}
 		props, tag := false, false // tag: the props dangle at a line's end
 		for s.anchorName || s.src[s.i] == '&' || s.src[s.i] == '!' || s.src[s.i] == '*' && s.blankAt(s.i+1) {
@@ -179,7 +204,9 @@ func (s *nestScanner) node() {
 			}
 			s.skipSpaces()
 			if s.atLineEnd() {
-				s.emptyEntry = s.emptyEntry || afterDash
+				if afterDash >= 0 {
+					s.emptyEntry = afterDash
+				}
 				s.dangling = tag || first
 				s.newLine()
 				return
@@ -194,14 +221,21 @@ func (s *nestScanner) node() {
 			// node may follow on the same line. (A "?" alone is a plain
 			// scalar to the parser.)
 			s.openBlock(s.i-s.lineStart, c == '-')
+			if c != ':' {
+				s.delim = s.i - s.lineStart
+			}
 			s.i++
-			dash = c == '-'
+			if c == '-' {
+				dash = s.i - 1 - s.lineStart
+			}
 			if c == '?' {
 				explicit = col
 			}
 			continue
 		case c == '#':
-			s.emptyEntry = s.emptyEntry || afterDash
+			if afterDash >= 0 {
+				s.emptyEntry = afterDash
+			}
 			if s.lastExplicit {
 				s.explicitNext = keyCol
 			}
@@ -211,14 +245,19 @@ func (s *nestScanner) node() {
 			s.skipLine()
 			return
 		}
+		// The parser's scanner takes the column of a plain or quoted key,
+		// after any anchor or tag, as its delimiters' (see delim); not
+		// that of an alias or a flow collection.
+		own, delim := s.i-s.lineStart, false
 		switch c := s.src[s.i]; {
-		case (c == '[' || c == '{') && !(glued && first):
+		case c == '[' || c == '{':
 			s.flowCollection()
 		case c == '"' || c == '\'':
 			s.quoted()
+			delim = true
 		case c == '|' || c == '>':
 			s.blockScalar(keyCol, s.i-s.lineStart)
-			s.emptyEntry, s.dangling = false, false
+			s.emptyEntry, s.dangling = -1, false
 			return
 		case c == '*':
 			for !s.atLineEnd() && s.src[s.i] != ' ' {
@@ -229,7 +268,13 @@ func (s *nestScanner) node() {
 				s.dangling = false
 				return
 			}
+			if s.merge > own && !s.lastExplicit && !props {
+				// A merge key after other text (see mergeKey).
+				keyCol, own = s.merge, s.merge
+			}
+			s.merge = -1
 			s.openBlock(keyCol, false)
+			s.delim = own
 			s.i++
 			continue
 		}
@@ -240,6 +285,9 @@ func (s *nestScanner) node() {
 		s.skipSpaces()
 		if !s.atLineEnd() && s.src[s.i] == ':' && s.blankAt(s.i+1) {
 			s.openBlock(keyCol, false)
+			if delim {
+				s.delim = own
+			}
 			s.i++
 			continue
 		}
@@ -250,13 +298,13 @@ func (s *nestScanner) node() {
 			s.newLine()
 			return
 		case s.src[s.i] == '#':
-			s.emptyEntry = false
+			s.emptyEntry = -1
 			s.skipLine()
 			return
 		}
 		// Anything else is read as another node: nothing the parser
 		// might see as structure goes uncounted.
-		s.emptyEntry = false
+		s.emptyEntry = -1
 	}
 }
 
@@ -273,11 +321,11 @@ func (s *nestScanner) openBlock(col int, seq bool) {
 	if n := len(s.block); n > 0 && s.block[n-1].col == col {
 		switch top := s.block[n-1]; {
 		case top.seq == seq:
-			s.emptyEntry = false
+			s.emptyEntry = -1
 			return
 		case !top.seq:
 			// A list may be written at its key's indentation.
-		case s.emptyEntry:
+		case s.emptyEntry == col:
 			// A key under an empty entry (see emptyEntry).
 		default:
 			// A key after such a list goes back to its mapping.
@@ -292,7 +340,7 @@ func (s *nestScanner) openBlock(col int, seq bool) {
 
 // pushBlock opens a block collection inside the innermost one.
 func (s *nestScanner) pushBlock(col int, seq bool) {
-	s.dangling, s.emptyEntry = false, false
+	s.dangling, s.emptyEntry = false, -1
 	s.block = append(s.block, blockLevel{col: col, seq: seq})
 	s.reach()
 }
@@ -303,17 +351,45 @@ func (s *nestScanner) pushBlock(col int, seq bool) {
 func (s *nestScanner) plain(col int) (key bool) {
 	for ; !s.atLineEnd(); s.i++ {
 		switch c := s.src[s.i]; {
-		case c == ':' && s.blankAt(s.i+1):
+		case c == ':' && s.blankAt(s.i+1), c == '<' && s.mergeKey():
 			return true
 		case c == '#' && isSpace(s.src[s.i-1]):
-			s.emptyEntry = false
+			s.emptyEntry = -1
 			s.skipLine()
 			return false
 		}
 	}
-	s.plainOwner, s.lastScalar = s.topCol(), col
+	s.plainOwner, s.lastScalar = s.delim, col
 	s.newLine()
 	return false
+}
+
+// mergeKey reports whether a merge key ("<<", spaces, ':' and a space or
+// a line break) starts at s.i, and if so moves to its ':' and notes its
+// column in merge. The parser's scanner reads one anywhere in a plain
+// scalar, as a key at that column; the text before it is dropped.
+func (s *nestScanner) mergeKey() bool {
+	j := s.i + 2
+	if j > len(s.src) || s.src[s.i+1] != '<' || j < len(s.src) && s.src[j] == '<' {
+		return false
+	}
+	for j < len(s.src) && s.src[j] == ' ' {
+		j++
+	}
+	if j+1 >= len(s.src) || s.src[j] != ':' || s.src[j+1] != ' ' && !isBreak(s.src[j+1]) {
+		return false
+	}
+	s.merge = s.i - s.lineStart
+	s.i = j
+	return true
+}
+
+// keyAt is the column of a key that began at col: a merge key's own.
+func (s *nestScanner) keyAt(col int) int {
+	if s.merge >= 0 {
+		col, s.merge = s.merge, -1
+	}
+	return col
 }
 
 // plainText reads a line that continues a plain scalar: text up to a
@@ -322,7 +398,7 @@ func (s *nestScanner) plain(col int) (key bool) {
 func (s *nestScanner) plainText(owner, col int) (key bool) {
 	for ; !s.atLineEnd(); s.i++ {
 		switch c := s.src[s.i]; {
-		case c == ':' && s.blankAt(s.i+1):
+		case c == ':' && s.blankAt(s.i+1), c == '<' && s.mergeKey():
 			return true
 		case c == '#' && isSpace(s.src[s.i-1]):
 			s.skipLine()
@@ -352,13 +428,13 @@ func (s *nestScanner) blockScalar(col, header int) {
 	opt = bytes.TrimRight(opt, " \t")
 	opt = bytes.TrimPrefix(bytes.TrimPrefix(opt, []byte("-")), []byte("+"))
 	opt = bytes.TrimSuffix(bytes.TrimSuffix(opt, []byte("-")), []byte("+"))
-	s.literal, s.literalParent, s.literalIndent, s.literalFirst, s.literalBlank = true, s.topCol(), -1, -1, false
-	s.literalCol = col
-	if s.literalParent < 0 && header == 0 {
-		// At the top, a header that is not indented makes the
-		// content end at a line that is not indented either.
-		s.literalParent = 0
+	if header == 0 {
+		// A header that is not indented makes the content end at a line
+		// that is not indented either.
+		s.delim = 0
 	}
+	s.literal, s.literalParent, s.literalIndent, s.literalFirst, s.literalBlank = true, s.delim, -1, -1, false
+	s.literalCol = col
 	if len(opt) == 1 && opt[0] >= '1' && opt[0] <= '9' {
 		s.literalIndent = s.literalParent + int(opt[0]-'0')
 	}

@@ -11,8 +11,13 @@ func (s *nestScanner) flowCollection() {
 	plain := false // a plain scalar is under way
 	colon := false // the last indicator was a ':'
 	maps := 0      // open flow mappings
+	tag := false   // the last token was a tag
 	for s.i < len(s.src) && !s.over() {
 		c := s.src[s.i]
+		afterTag := tag
+		if !isSpace(c) && !isBreak(c) {
+			tag = false
+		}
 		switch {
 		case c == '[' || c == '{':
 			s.flow = append(s.flow, flowLevel{seq: c == '['})
@@ -68,8 +73,8 @@ func (s *nestScanner) flowCollection() {
 			s.i++
 			colon = false
 		case c == '?' && s.i+1 < len(s.src) && isSpace(s.src[s.i+1]):
-			if top := s.flow[len(s.flow)-1]; top.seq || top.extra > 0 {
-				s.pair() // a mapping's "?" and ':' are one pair
+			if top := s.flow[len(s.flow)-1]; top.seq || top.extra > 0 || top.own {
+				s.pair() // but a mapping's own "?" and ':' are one pair
 			}
 			s.i++
 			colon = false
@@ -77,10 +82,17 @@ func (s *nestScanner) flowCollection() {
 			colon = true
 		case c == '!':
 			// A tag's name: to the parser's scanner, only a space, a line
-			// break or a comma ends it.
+			// break or a comma ends it. A pair after it is the tagged
+			// node, a level of its own even where a pair is open.
+			start := s.i
 			for !s.atLineEnd() && s.src[s.i] != ' ' && s.src[s.i] != ',' {
 				s.i++
 			}
+			if name := string(s.src[start:s.i]); (name == "!!seq" || name == "!!omap") && !afterTag {
+				s.emptyList()
+			}
+			tag = true
+			s.flow[len(s.flow)-1].pair = false
 			colon = false
 		case c == '&' || c == '*':
 			for !s.atLineEnd() && s.src[s.i] != ' ' && !isFlowIndicator(s.src[s.i]) {
@@ -92,6 +104,21 @@ func (s *nestScanner) flowCollection() {
 			plain = true
 		}
 	}
+}
+
+// emptyList notes the list the parser makes of a !!seq or !!omap tag
+// with nothing after it in its entry: a level, with nothing in it.
+func (s *nestScanner) emptyList() {
+	j := s.i
+	for j < len(s.src) && (isSpace(s.src[j]) || isBreak(s.src[j])) {
+		j++
+	}
+	if j < len(s.src) && s.src[j] != ']' && s.src[j] != '}' && s.src[j] != ',' {
+		return
+	}
+	s.flowDepth++
+	s.reach()
+	s.flowDepth--
 }
 
 // flowColon reads the ':' at s.i inside a flow collection, reporting

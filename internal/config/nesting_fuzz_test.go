@@ -86,6 +86,9 @@ var misread = regexp.MustCompile(`(?m)` + strings.Join([]string{
 	`(^|[ \t])![^ \r\n]*[ \t]+[-?]([ \t]|\r?$)`,
 	`^[ \t]*&[^ \r\n]*[ \t]*(#.*)?\r?$`,
 	`[&*]([^\w]|$)`,
+	// Two tags in a row: what the second makes depends on the first's
+	// name.
+	`![^\s,]*\s+!`,
 	// A line that starts with ':' after a scalar: it joins the two as a
 	// mapping laid out its own way.
 	`^[ \t]*:([ \t]|\r?$)`,
@@ -101,11 +104,9 @@ var misread = regexp.MustCompile(`(?m)` + strings.Join([]string{
 	// A tab in a line's indentation: it counts in some of its measures of
 	// a column and not in others.
 	`^ *\t`,
-	// A block scalar inside brackets, whose lines it reads as text.
-	`[\[{,]\s*(![^\s,]*\s+)*[|>]|\{[^}]*:\s+[|>]`,
-	// A merge key ("<<:") after other text, which it reads as a key of
-	// its own.
-	`[^\s]<<[ \t]*:`,
+	// A block scalar inside brackets, whose lines it reads as text (the
+	// scanner counts what they hold): any '|' or '>' after a bracket.
+	`(?s:[\[{].*[|>])`,
 }, "|"))
 
 // FuzzNesting feeds the nesting scanner arbitrary bytes. It must never
