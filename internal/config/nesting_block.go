@@ -174,8 +174,8 @@ func (s *nestScanner) node() {
 		for s.anchorName || s.src[s.i] == '&' || s.src[s.i] == '!' || s.src[s.i] == '*' && s.blankAt(s.i+1) {
 			// An anchor or a tag (or an alias without a name, which the
 			// parser takes from the next scalar); a key keeps the column
-			// they start at. To the parser's scanner their names end at
-			// a space or a line break, not at a tab.
+			// they start at.
+			isTag := s.src[s.i] == '!'
 			nameless := s.anchorName
 			if !nameless {
 				tag = tag || s.src[s.i] != '&'
@@ -199,7 +199,7 @@ func (s *nestScanner) node() {
 					}
 				}
 			}
-			for !s.atLineEnd() && s.src[s.i] != ' ' {
+			for !s.nameEnd(isTag) {
 				s.i++
 			}
 			s.skipSpaces()
@@ -245,9 +245,9 @@ func (s *nestScanner) node() {
 			s.skipLine()
 			return
 		}
-		// The parser's scanner takes the column of a plain or quoted key,
-		// after any anchor or tag, as its delimiters' (see delim); not
-		// that of an alias or a flow collection.
+		// The parser's scanner takes the column of a quoted key, after
+		// any anchor or tag, as its delimiters' (see delim); not that of
+		// an alias or a flow collection.
 		own, delim := s.i-s.lineStart, false
 		switch c := s.src[s.i]; {
 		case c == '[' || c == '{':
@@ -260,21 +260,24 @@ func (s *nestScanner) node() {
 			s.emptyEntry, s.dangling = -1, false
 			return
 		case c == '*':
-			for !s.atLineEnd() && s.src[s.i] != ' ' {
-				s.i++ // an alias's name, which only a space or a line break ends
+			for !s.nameEnd(false) {
+				s.i++
 			}
 		default:
 			if !s.plain(keyCol) {
 				s.dangling = false
 				return
 			}
+			// The parser's scanner takes a plain key's column from
+			// where its node began, anchor or tag included.
+			at := col
 			if s.merge > own && !s.lastExplicit && !props {
 				// A merge key after other text (see mergeKey).
-				keyCol, own = s.merge, s.merge
+				keyCol, at = s.merge, s.merge
 			}
 			s.merge = -1
 			s.openBlock(keyCol, false)
-			s.delim = own
+			s.delim = at
 			s.i++
 			continue
 		}
@@ -306,6 +309,14 @@ func (s *nestScanner) node() {
 		// might see as structure goes uncounted.
 		s.emptyEntry = -1
 	}
+}
+
+// nameEnd reports whether s.i ends the name of a tag (when tag is set), an
+// anchor or an alias. To the parser's scanner only a space or a line break
+// ends one, not a tab; but a '#' after a tab starts a comment, except in
+// a tag.
+func (s *nestScanner) nameEnd(tag bool) bool {
+	return s.atLineEnd() || s.src[s.i] == ' ' || !tag && s.src[s.i] == '#' && s.src[s.i-1] == '\t'
 }
 
 // openBlock notes an entry of a block collection whose entries are at col:

@@ -95,7 +95,7 @@ func (s *nestScanner) flowCollection() {
 			s.flow[len(s.flow)-1].pair = false
 			colon = false
 		case c == '&' || c == '*':
-			for !s.atLineEnd() && s.src[s.i] != ' ' && !isFlowIndicator(s.src[s.i]) {
+			for !s.nameEnd(false) && !isFlowIndicator(s.src[s.i]) {
 				s.i++
 			}
 			colon = false

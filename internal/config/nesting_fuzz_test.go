@@ -104,6 +104,9 @@ var misread = regexp.MustCompile(`(?m)` + strings.Join([]string{
 	// A tab in a line's indentation: it counts in some of its measures of
 	// a column and not in others.
 	`^ *\t`,
+	// A key inside brackets that spans lines: it reads a second pair
+	// after it as a mapping of its own.
+	`[\[{][^\]}]*\n[^\]}]*:\s`,
 	// A block scalar inside brackets, whose lines it reads as text (the
 	// scanner counts what they hold): any '|' or '>' after a bracket.
 	`(?s:[\[{].*[|>])`,

@@ -60,6 +60,16 @@ var nestingShapes = []struct {
 		b.WriteString(strings.Repeat("[{a: ", flows/2) + strings.Repeat("[", flows%2) + strings.Repeat("]", flows%2) + strings.Repeat("}]", flows/2) + "\n")
 		return b.String()
 	}, func(n int) int { return 3 + n/3 + 1 }},
+	{"merge keys after text", func(n int) string {
+		// The parser reads "<<:" as a key at its own column, whatever is
+		// before it on the line.
+		var b strings.Builder
+		b.WriteString("extra:\n")
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "%s<<: \n", strings.Repeat("0", i))
+		}
+		return b.String()
+	}, func(n int) int { return 3 + n }},
 	{"tags that end a line", func(n int) string {
 		// The parser nests each mapping under the tag before it, whatever
 		// the indentation.
