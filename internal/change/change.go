@@ -198,7 +198,7 @@ func (c *Controller) Write(ctx context.Context, edit func(doc *config.Document) 
 		c.swap(rt)
 		// The configuration is in force: its files follow even when the
 		// caller stops waiting.
-		c.followTemplates(context.WithoutCancel(ctx), before, doc, moves)
+		c.followTemplates(context.WithoutCancel(ctx), before, rt, moves)
 		return rt, nil
 	}
 	return nil, &Conflict{Reason: "the configuration kept changing under this write; try again"}
@@ -215,7 +215,10 @@ func proxiesOf(doc *config.Document) map[string]config.Revision {
 	return out
 }
 
-func (c *Controller) followTemplates(ctx context.Context, before map[string]config.Revision, doc *config.Document, moves []Move) {
+// followTemplates moves, removes and prunes template files after a write;
+// the compiled proxies carry their revisions, so nothing is fingerprinted
+// again.
+func (c *Controller) followTemplates(ctx context.Context, before map[string]config.Revision, rt *runtime.Runtime, moves []Move) {
 	moved := map[string]bool{}
 	for _, m := range moves {
 		moved[m.From] = true
@@ -224,17 +227,16 @@ func (c *Controller) followTemplates(ctx context.Context, before map[string]conf
 		}
 	}
 	for name := range before {
-		if moved[name] || doc.Proxy(name) != nil {
+		if moved[name] || rt.Document.Proxy(name) != nil {
 			continue
 		}
 		if err := c.store.DeleteTemplates(ctx, name); err != nil {
 			c.log.Error("removing a deleted proxy's template files failed", "proxy", name, "error", err.Error())
 		}
 	}
-	for i := range doc.Proxies {
-		p := &doc.Proxies[i]
-		if rev, _ := config.ProxyRevision(p); rev != before[string(p.Name)] {
-			c.prune(ctx, p)
+	for _, p := range rt.Proxies {
+		if p.Revision != before[p.Name] {
+			c.prune(ctx, p.Config)
 		}
 	}
 }

@@ -18,6 +18,22 @@ import (
 // with the failed entries taken out, or nil when that cannot be done
 // safely (a failed list item, a document that still does not decode).
 func rulesOnWhatParsed(root ast.Node, failed []Violation) []Violation {
+	return onWhatParsed(root, failed, func(d *Document) []Violation { return Validate(d) })
+}
+
+// proxyRulesOnWhatParsed is the same for one proxy's document (an admin
+// API body): the rules that read the proxy alone.
+func proxyRulesOnWhatParsed(root ast.Node, failed []Violation) []Violation {
+	return onWhatParsed(root, failed, func(p *Proxy) []Violation { return validateProxy("", *p) })
+}
+
+// onWhatParsed decodes root with the failed entries pruned into a T,
+// normalises it, and keeps the violations of rules that do not rest on a
+// failure.
+func onWhatParsed[T any, PT interface {
+	*T
+	Normalize()
+}](root ast.Node, failed []Violation, rules func(PT) []Violation) []Violation {
 	paths := make([]string, 0, len(failed))
 	for _, v := range failed {
 		if v.Path == "" || strings.HasSuffix(v.Path, "]") {
@@ -25,40 +41,14 @@ func rulesOnWhatParsed(root ast.Node, failed []Violation) []Violation {
 		}
 		paths = append(paths, v.Path)
 	}
-	pruned := prune(root, paths)
-	var doc Document
-	if err := yaml.NodeToValue(pruned, &doc, yaml.DisallowUnknownField()); err != nil {
+	var value T
+	if err := yaml.NodeToValue(prune(root, paths), &value, yaml.DisallowUnknownField()); err != nil {
 		return nil
 	}
-	doc.Normalize()
+	PT(&value).Normalize()
 	var out []Violation
-	for _, v := range Validate(&doc) {
-		if !restsOnFailure(v, paths) {
-			v.Line = lineOfPath(root, v.Path)
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// proxyRulesOnWhatParsed is rulesOnWhatParsed for one proxy's document
-// (an admin API body): the rules that read the proxy alone.
-func proxyRulesOnWhatParsed(root ast.Node, failed []Violation) []Violation {
-	paths := make([]string, 0, len(failed))
-	for _, v := range failed {
-		if v.Path == "" || strings.HasSuffix(v.Path, "]") {
-			return nil
-		}
-		paths = append(paths, v.Path)
-	}
-	var p Proxy
-	if err := yaml.NodeToValue(prune(root, paths), &p, yaml.DisallowUnknownField()); err != nil {
-		return nil
-	}
-	p.Normalize()
-	var out []Violation
-	for _, v := range validateProxy("", p) {
-		v.Path = strings.TrimPrefix(v.Path, ".")
+	for _, v := range rules(&value) {
+		v.Path = strings.TrimPrefix(v.Path, ".") // a proxy's own paths start at its root
 		if !restsOnFailure(v, paths) {
 			v.Line = lineOfPath(root, v.Path)
 			out = append(out, v)

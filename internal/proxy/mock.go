@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -73,10 +72,7 @@ func (h *Handler) readBody(ex *exchange, p *runtime.Proxy) ([]byte, bool) {
 }
 
 func system(ex *exchange) render.Request {
-	peer, _, err := net.SplitHostPort(ex.req.RemoteAddr)
-	if err != nil {
-		peer = ex.req.RemoteAddr
-	}
+	peer := peerIP(ex.req.RemoteAddr)
 	return render.Request{
 		RequestID: ex.rec.RequestID,
 		Path:      ex.rec.Path,
