@@ -99,3 +99,45 @@ func TestCLIHabits(t *testing.T) {
 		t.Errorf("serve without a document: %v", r)
 	}
 }
+
+// TestValidateSaysEverythingAtOnce: through the binary, `config validate`
+// lists value errors and the rules on what parsed together, and a template
+// variable nothing binds (V22) with the variables there are.
+func TestValidateSaysEverythingAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "main.yaml", `server: {host: localhost, port: 8080}
+admin: {host: 127.0.0.1, port: 8080}
+proxies:
+  - name: zeta
+    type: http
+    url: http://h
+    loss: {percentage: 50, status: 503}
+    latency: {percentage: 0.5, min: 2, max: 1}
+    mocks:
+      - name: item
+        request: {method: GET, url: "^/items/(?P<id>[0-9]+)$"}
+        response: {status: 200, json: '{"id": {{ idd }}}'}
+`)
+	r := doppel(t, invocation{args: []string{"config", "validate", "--config", cfg}})
+	if r.code != 1 {
+		t.Fatalf("exit %d: %v", r.code, r)
+	}
+	for _, want := range []string{
+		"server.host: `localhost` is not an IP address",
+		"proxies[0].loss.percentage: 50 is not a fraction",
+		"admin.port: must differ from server.port",
+		"proxies[0].latency.min: min must be <= max: min is 2 s, max is 1 s",
+		"proxies[0].mocks[0].response.json: the template reads `idd` (line 1, column 11), which nothing binds",
+		"the variables here are doppel_version, host, id, method",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("no %q in:\n%s", want, r.stdout)
+		}
+	}
+	// A tab in the indentation says so, with the line and column.
+	tab := writeFile(t, dir, "tab.yaml", "server:\n\thost: 127.0.0.1\n")
+	if r := doppel(t, invocation{args: []string{"config", "validate", "--config", tab}}); !strings.Contains(r.stdout, "YAML syntax error at column 1: tabs are not allowed for indentation") || !strings.Contains(r.stdout, "(line 2)") {
+		t.Errorf("a tab: %v", r)
+	}
+}
