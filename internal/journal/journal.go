@@ -9,6 +9,7 @@
 package journal
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type Journal struct {
 // ring is the fixed slots of one size, with what recording needs.
 type ring struct {
 	slots []atomic.Pointer[Entry]
+	next  atomic.Uint64 // the slot the next entry takes, modulo len(slots)
 	settings
 	rec Recorder // what Active hands out, made once
 }
@@ -41,7 +43,6 @@ type ring struct {
 type settings struct {
 	bodies int
 	secret []string // canonical header names kept as Masked
-	reveal []config.HeaderName
 }
 
 // New makes a journal configured by doc's journal section.
@@ -75,7 +76,6 @@ func (j *Journal) Configure(doc *config.Document) {
 	r := &ring{}
 	r.rec = Recorder{j: j, r: r}
 	r.bodies = bodies
-	r.reveal = jc.Reveal
 	r.secret = secretsOf(string(doc.Admin.Auth.Header), jc.Reveals)
 	if old != nil && len(old.slots) == size {
 		// The same slots under new settings: a request recording into
@@ -90,9 +90,12 @@ func (j *Journal) Configure(doc *config.Document) {
 		if len(kept) > size {
 			kept = kept[len(kept)-size:]
 		}
-		for _, e := range kept {
-			r.slots[e.seq%uint64(size)].Store(e)
+		// Placed by their order, not their numbers: a clear leaves gaps
+		// in the numbers, and two of the newest could share a slot.
+		for i, e := range kept {
+			r.slots[i].Store(e)
 		}
+		r.next.Store(uint64(len(kept)))
 	}
 	j.ring.Store(r)
 }
@@ -120,15 +123,21 @@ func (j *Journal) Active() *Recorder {
 // Bodies is how many bytes of each body to capture.
 func (rc *Recorder) Bodies() int { return rc.r.bodies }
 
-// Record keeps a finished request. start is when it arrived.
+// Record keeps a finished request. start is when it arrived. The entry
+// goes into the ring in force now, which a reload may have resized since
+// the request arrived; its settings are those the request started with.
 func (rc *Recorder) Record(rec *telemetry.Exchange, start time.Time) {
 	e := entryOf(rec, start, &rc.r.settings)
-	rc.j.add(rc.r, e)
+	rc.j.add(e)
 }
 
-func (j *Journal) add(r *ring, e *Entry) {
+func (j *Journal) add(e *Entry) {
+	r := j.ring.Load()
+	if r == nil {
+		return // turned off meanwhile
+	}
 	e.seq = j.seq.Add(1)
-	if r.slots[e.seq%uint64(len(r.slots))].Swap(e) != nil {
+	if r.slots[(r.next.Add(1)-1)%uint64(len(r.slots))].Swap(e) != nil {
 		j.dropped.Add(1)
 	}
 	if subs := j.subs.Load(); subs != nil {
@@ -146,15 +155,7 @@ func (r *ring) entries() []*Entry {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Entry) int {
-		switch {
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *Entry) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
@@ -196,6 +197,10 @@ func (j *Journal) Clear(clear func(proxy string) bool) int {
 	if j == nil {
 		return 0
 	}
+	// Not while Configure copies the entries into a new ring: they would
+	// come back.
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	r := j.ring.Load()
 	if r == nil {
 		return 0

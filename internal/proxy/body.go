@@ -126,12 +126,14 @@ func (b *bodyReader) endCapture(record func()) {
 const journalReadWait = time.Second
 
 // readUnreadBody reads, for the journal, the first bytes of a body that
-// nothing read, after the answer: the server would read and discard it
-// anyway to reuse the connection.
+// nothing read (a mock that does not extract from it), as the answer
+// starts: the server would read and discard it anyway to reuse the
+// connection. A client that sends no more is waited for journalReadWait
+// at most.
 func (ex *exchange) readUnreadBody() {
 	c := ex.rec.RequestBody
 	// A forwarded body is the transport's to read, from its own goroutine.
-	if c == nil || ex.body != nil || len(c.Bytes) > 0 || c.Cut || !sendsBody(ex.req) || ex.rec.Status == http.StatusSwitchingProtocols {
+	if c == nil || ex.body != nil || len(c.Bytes) > 0 || c.Cut || !sendsBody(ex.req) {
 		return
 	}
 	br := newBodyReader(ex, time.Now().Add(journalReadWait))

@@ -105,6 +105,11 @@ func (ex *exchange) WriteHeader(code int) {
 		// protocol's first bytes until a timeout.
 		ex.w.Header().Set("Connection", "close")
 	}
+	if ex.journal != nil {
+		// Before anything of the answer leaves: once it does, the server
+		// discards what is left of the body.
+		ex.readUnreadBody()
+	}
 	ex.waitLatency()
 	ex.wroteHeader = true
 	ex.rec.Status = code

@@ -325,9 +325,6 @@ func (h *Handler) finish(ex *exchange) {
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
 	}
-	if ex.journal != nil {
-		ex.readUnreadBody()
-	}
 	h.logRequest(ex)
 }
 
