@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
-	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/journal"
 )
 
@@ -44,21 +43,7 @@ func (s *Server) readsOf(w http.ResponseWriter, r *http.Request, act Action) (fu
 	}, true
 }
 
-// refuse answers 401 to an anonymous caller, 403 to a token.
-func (s *Server) refuse(w http.ResponseWriter, doc *config.Document, c Caller, act Action) {
-	if c.Anonymous {
-		apierr.Write(w, apierr.Unauthorized, "this action needs a token: send "+string(doc.Admin.Auth.Header)+": Bearer <token>")
-		return
-	}
-	apierr.Write(w, apierr.Forbidden, "token "+string(c.Name)+" may not "+string(act)+" here")
-}
-
 func filterFailed(w http.ResponseWriter, err error) {
-	var pe *journal.ParamError
-	if errors.As(err, &pe) {
-		apierr.Write(w, apierr.ConfigInvalid, pe.Error())
-		return
-	}
 	apierr.Write(w, apierr.ConfigInvalid, err.Error())
 }
 
@@ -133,7 +118,9 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 		filterFailed(w, err)
 		return
 	}
-	sub := s.journal.Subscribe()
+	// Only what this caller may read and asked for fills its buffer, and
+	// only that is counted when it falls behind.
+	sub := s.journal.Subscribe(func(e *journal.Entry) bool { return visible(e.Proxy) && f.Matches(e) })
 	defer s.journal.Unsubscribe(sub)
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -156,9 +143,6 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 		case e := <-sub.C:
 			if n := sub.Dropped(); n > 0 {
 				_, _ = fmt.Fprintf(w, "event: dropped\ndata: {\"dropped\":%d}\n\n", n)
-			}
-			if !visible(e.Proxy) || !f.Matches(e) {
-				continue
 			}
 			b, _ := json.Marshal(e)
 			_, err = fmt.Fprintf(w, "event: request\nid: %s\ndata: %s\n\n", e.ID, b)

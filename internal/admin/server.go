@@ -307,12 +307,17 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, act Action, p
 	if allowed(doc, c, act, proxy) {
 		return true
 	}
+	s.refuse(w, doc, c, act)
+	return false
+}
+
+// refuse answers 401 to an anonymous caller, 403 to a token.
+func (s *Server) refuse(w http.ResponseWriter, doc *config.Document, c Caller, act Action) {
 	if c.Anonymous {
 		apierr.Write(w, apierr.Unauthorized, "this action needs a token: send "+string(doc.Admin.Auth.Header)+": Bearer <token>")
-	} else {
-		apierr.Write(w, apierr.Forbidden, "token "+string(c.Name)+" may not "+string(act)+" here")
+		return
 	}
-	return false
+	apierr.Write(w, apierr.Forbidden, "token "+string(c.Name)+" may not "+string(act)+" here")
 }
 
 // inForce returns the proxy of that name in the configuration in force.

@@ -112,7 +112,7 @@ func TestSecretsAreMasked(t *testing.T) {
 // entries past its buffer and is told how many; recording never waits.
 func TestSlowSubscriberLosesEntries(t *testing.T) {
 	j := New(doc(t, ""))
-	s := j.Subscribe()
+	s := j.Subscribe(nil)
 	done := make(chan struct{})
 	go func() {
 		for i := range subscriberBuffer + 10 {

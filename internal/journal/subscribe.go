@@ -15,10 +15,16 @@ const subscriberBuffer = 256
 type Subscriber struct {
 	C       <-chan *Entry
 	c       chan *Entry
+	wants   func(*Entry) bool // nil: every entry
 	dropped atomic.Uint64
 }
 
+// offer gives s an entry it wants: what it does not want neither fills
+// its buffer nor counts as dropped.
 func (s *Subscriber) offer(e *Entry) {
+	if s.wants != nil && !s.wants(e) {
+		return
+	}
 	select {
 	case s.c <- e:
 	default:
@@ -29,10 +35,12 @@ func (s *Subscriber) offer(e *Entry) {
 // Dropped returns and resets how many entries were lost to a full buffer.
 func (s *Subscriber) Dropped() uint64 { return s.dropped.Swap(0) }
 
-// Subscribe starts receiving new entries; Unsubscribe must follow.
-func (j *Journal) Subscribe() *Subscriber {
+// Subscribe starts receiving the new entries wants says yes to (every one
+// when nil); Unsubscribe must follow. wants runs as entries are recorded:
+// it must be cheap and safe from any goroutine.
+func (j *Journal) Subscribe(wants func(*Entry) bool) *Subscriber {
 	c := make(chan *Entry, subscriberBuffer)
-	s := &Subscriber{C: c, c: c}
+	s := &Subscriber{C: c, c: c, wants: wants}
 	if j == nil {
 		return s // no journal: nothing ever comes
 	}
