@@ -241,3 +241,14 @@ func TestBodyForms(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsAreRefusedUntilTheyExist: a session filter could never
+// match, so it is refused, saying why, rather than answering nothing.
+func TestSessionsAreRefusedUntilTheyExist(t *testing.T) {
+	if _, err := ParseFilter(url.Values{"session": {"t1"}}, 10); err == nil || !strings.Contains(err.Error(), "session: sessions are not part of this Doppel yet") {
+		t.Errorf("filter: %v", err)
+	}
+	if _, err := ParseVerification([]byte(`{"match": {"session": "t1"}}`)); err == nil || !strings.Contains(err.Error(), "match.session") {
+		t.Errorf("verify: %v", err)
+	}
+}
