@@ -36,11 +36,14 @@ func renderBudgetFromEnv() (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
-	n, err := config.ParseByteSize(v)
+	n, err := config.ParseBytes(v)
 	if err != nil {
 		return 0, usage("%s: %v", envRenderBudget, err)
 	}
-	return int64(n), nil
+	if n < 1 {
+		return 0, usage("%s: %s would refuse every render; give at least 1 byte, as a byte size such as 256Mi", envRenderBudget, v)
+	}
+	return n, nil
 }
 
 // limitMemory sets serve's soft memory limit, unless GOMEMLIMIT is set

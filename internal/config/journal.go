@@ -92,18 +92,27 @@ func (JournalSize) jsonSchema() map[string]any {
 type JournalBytes int64
 
 func (v *JournalBytes) UnmarshalYAML(n ast.Node) error {
+	var b int64
 	if _, ok := unwrap(n).(*ast.IntegerNode); ok {
-		if i, err := integerValue(n, "a byte size"); err == nil && i == 0 {
-			*v = 0
-			return nil
+		i, err := integerValue(n, "a byte size")
+		if err != nil {
+			return err
+		}
+		b = i
+	} else {
+		s, err := stringValue(n, "a byte size such as 4096 or 4Ki")
+		if err != nil {
+			return err
+		}
+		if b, err = ParseBytes(s); err != nil {
+			return refuse(n, "%v", err)
 		}
 	}
-	var b ByteSize
-	if err := b.UnmarshalYAML(n); err != nil {
-		return err
-	}
-	if b > maxJournalBodies {
-		return refuse(n, "%d bytes is over the journal's 1Mi bound per body", int64(b))
+	switch {
+	case b < 0:
+		return refuse(n, "%d is not a size: keep 0 (no bodies) to 1Mi bytes of each body", b)
+	case b > maxJournalBodies:
+		return refuse(n, "%d bytes is over the journal's 1Mi bound per body", b)
 	}
 	*v = JournalBytes(b)
 	return nil

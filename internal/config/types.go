@@ -244,6 +244,17 @@ func (v *ByteSize) UnmarshalYAML(n ast.Node) error {
 
 // ParseByteSize reads `1048576`, `4096B`, `1Mi`, `1MiB`, `1MB` (any case).
 func ParseByteSize(s string) (ByteSize, error) {
+	n, err := ParseBytes(s)
+	if err != nil {
+		return 0, err
+	}
+	return checkSize(n, strings.TrimSpace(s))
+}
+
+// ParseBytes reads how a byte size is spelled, with the bounds left to the
+// caller: a body size, the journal's bodies and the rendering budget each
+// have their own.
+func ParseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	m := sizePattern.FindStringSubmatch(t)
 	if m == nil {
@@ -260,10 +271,10 @@ func ParseByteSize(s string) (ByteSize, error) {
 		return 0, fmt.Errorf("%s has an unknown unit %s: use B, Ki, Mi, Gi, KiB, MiB, GiB, kB, MB or GB", quote(s), quote(m[2]))
 	}
 	num, err := strconv.ParseInt(m[1], 10, 64)
-	if err != nil || num > maxByteSize {
-		return 0, fmt.Errorf("%s is over the 1 GiB maximum", t)
+	if err != nil || num > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%s is too large a size", t)
 	}
-	return checkSize(num*mult, t)
+	return num * mult, nil
 }
 
 func checkSize(b int64, spelled string) (ByteSize, error) {
