@@ -48,7 +48,6 @@ func onWhatParsed[T any, PT interface {
 	PT(&value).Normalize()
 	var out []Violation
 	for _, v := range rules(&value) {
-		v.Path = strings.TrimPrefix(v.Path, ".") // a proxy's own paths start at its root
 		if !restsOnFailure(v, paths) {
 			v.Line = lineOfPath(root, v.Path)
 			out = append(out, v)
@@ -62,7 +61,7 @@ func onWhatParsed[T any, PT interface {
 func prune(root ast.Node, paths []string) ast.Node {
 	var walk func(n ast.Node)
 	walk = func(n ast.Node) {
-		switch m := n.(type) {
+		switch m := unwrap(n).(type) {
 		case *ast.MappingNode:
 			m.Values = slices.DeleteFunc(m.Values, func(mv *ast.MappingValueNode) bool {
 				return slices.Contains(paths, nodePath(mv.Key)) || slices.Contains(paths, nodePath(mv.Value))
@@ -80,8 +79,6 @@ func prune(root ast.Node, paths []string) ast.Node {
 			for _, item := range m.Values {
 				walk(item)
 			}
-		case *ast.TagNode:
-			walk(m.Value)
 		}
 	}
 	walk(root)
@@ -112,8 +109,25 @@ func restsOnFailure(v Violation, failed []string) bool {
 				return true
 			}
 		}
+		// V19 and V22 read the variables their mock's request declares.
+		if m := mockOf(v.Path); (v.Rule == "V19" || v.Rule == "V22") && m != "" && strings.HasPrefix(f, m+".request") {
+			return true
+		}
 	}
 	return false
+}
+
+// mockOf is the mock a path is under (`proxies[0].mocks[2]`), or "".
+func mockOf(path string) string {
+	i := strings.Index(path, "mocks[")
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexByte(path[i:], ']')
+	if j < 0 {
+		return ""
+	}
+	return path[:i+j+1]
 }
 
 func parent(path string) string {

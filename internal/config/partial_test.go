@@ -43,6 +43,17 @@ admin:
   tokens: [{name: "c i", group: admin, token: 0f8d3b2a-7c41-4e55-9a1e-6b2d8c4f1a90}]
   access: {read: [ci]}
 `, []string{"admin.tokens[0].name:"}, []string{"admin.access.read"}},
+		{"a failed request field does not make its template's variables unbound", `server: {host: 127.0.0.1, port: 8080}
+admin: {host: 127.0.0.1, port: 8081}
+proxies:
+  - name: zeta
+    type: http
+    url: http://h
+    mocks:
+      - name: mm
+        request: {method: GET, url: "^/x$", headers: {tok: "bad header!"}}
+        response: {status: 200, body: "{{ tok }}"}
+`, []string{"proxies[0].mocks[0].request.headers.tok:"}, []string{"proxies[0].mocks[0].response.body"}},
 	} {
 		_, err := Load([]byte(c.src))
 		var inv *Invalid

@@ -74,7 +74,7 @@ func validateFaults(rule, at string, l *Latency) []Violation {
 	if rule == "" {
 		rule = "V14"
 	}
-	return []Violation{{Rule: rule, Path: at + ".latency.min", Message: fmt.Sprintf("min must be <= max: min is %v s, max is %v s", float64(l.Min), float64(l.Max))}}
+	return []Violation{{Rule: rule, Path: joinPath(at, "latency.min"), Message: fmt.Sprintf("min must be <= max: min is %v s, max is %v s", float64(l.Min), float64(l.Max))}}
 }
 
 func validateMocks(at string, p Proxy) []Violation {
@@ -84,10 +84,10 @@ func validateMocks(at string, p Proxy) []Violation {
 	}
 	seen := map[Name]int{}
 	for j, m := range p.Mocks {
-		mat := fmt.Sprintf("%s.mocks[%d]", at, j)
+		mat := joinPath(at, fmt.Sprintf("mocks[%d]", j))
 		// V16: mock names are unique within a proxy.
 		if k, dup := seen[m.Name]; dup {
-			add("V16", mat+".name", "duplicate mock name %s (first used by %s.mocks[%d])", quote(string(m.Name)), at, k)
+			add("V16", mat+".name", "duplicate mock name %s (first used by %s)", quote(string(m.Name)), joinPath(at, fmt.Sprintf("mocks[%d]", k)))
 		} else {
 			seen[m.Name] = j
 		}

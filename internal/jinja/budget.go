@@ -86,11 +86,16 @@ func (b *budget) take(n int) error {
 	if b.used <= b.held {
 		return nil
 	}
+	// A step ahead, so that a growing render asks rarely; failing that,
+	// exactly what it needs, so that a render that fits is not refused.
 	more := max(b.used-b.held, min(max(b.held, minReserve), maxReserve))
 	if !reserve(int64(more)) {
-		b.used -= n
-		b.refused = true
-		return ErrBudgetExhausted
+		more = b.used - b.held
+		if !reserve(int64(more)) {
+			b.used -= n
+			b.refused = true
+			return ErrBudgetExhausted
+		}
 	}
 	b.held += more
 	return nil

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	"github.com/nikolalohinski/gonja/v2/tokens"
@@ -57,8 +59,8 @@ func humane(msg, source string) string {
 		// gonja echoes the expression before its cause: the tag says it.
 		msg = strings.TrimPrefix(msg, strings.TrimSpace(tag[3:len(tag)-3])+": ")
 	}
-	if msg != "" {
-		msg = strings.ToLower(msg[:1]) + msg[1:]
+	if r, size := utf8.DecodeRuneInString(msg); size > 0 && r != utf8.RuneError {
+		msg = string(unicode.ToLower(r)) + msg[size:]
 	}
 	if where == "" {
 		return msg
