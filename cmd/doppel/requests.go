@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -179,13 +180,48 @@ func newRequestsListCmd() *cobra.Command {
 	return cmd
 }
 
+// columns are the table's, and what tail pads each to: it prints a row as
+// each entry comes, so it cannot measure the column as a table does.
+var columns = []struct {
+	name  string
+	width int
+}{{"TIME", 12}, {"ID", 36}, {"PROXY", 12}, {"MOCK", 12}, {"METHOD", 7}, {"PATH", 30}, {"STATUS", 6}, {"MS", 8}, {"FAULT", 0}}
+
 func table(w io.Writer) *tabwriter.Writer {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tID\tPROXY\tMOCK\tMETHOD\tPATH\tSTATUS\tMS\tFAULT")
+	fmt.Fprintln(tw, strings.Join(columnNames(), "\t"))
 	return tw
 }
 
+func columnNames() []string {
+	names := make([]string, len(columns))
+	for i, c := range columns {
+		names[i] = c.name
+	}
+	return names
+}
+
+// padded writes cells at the columns' widths, for a stream.
+func padded(w io.Writer, cells []string) error {
+	var b strings.Builder
+	for i, c := range cells {
+		if i < len(cells)-1 {
+			fmt.Fprintf(&b, "%-*s  ", columns[i].width, c)
+		} else {
+			b.WriteString(c)
+		}
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 func row(w io.Writer, e *journal.Entry) {
+	fmt.Fprintln(w, strings.Join(cells(e), "\t"))
+}
+
+// cells are an entry's row.
+func cells(e *journal.Entry) []string {
 	mock := "-"
 	if e.Mock != nil {
 		mock = *e.Mock
@@ -204,8 +240,8 @@ func row(w io.Writer, e *journal.Entry) {
 	if len(fault) == 0 {
 		fault = []string{"-"}
 	}
-	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%g\t%s\n", e.Time.Format("15:04:05.000"), e.ID, e.Proxy, mock,
-		e.Method, path, e.Status, e.DurationMS, strings.Join(fault, ","))
+	return []string{e.Time.Format("15:04:05.000"), e.ID, e.Proxy, mock,
+		e.Method, path, strconv.Itoa(e.Status), strconv.FormatFloat(e.DurationMS, 'g', -1, 64), strings.Join(fault, ",")}
 }
 
 func newRequestsTailCmd() *cobra.Command {
@@ -242,10 +278,8 @@ func newRequestsTailCmd() *cobra.Command {
 // were dropped because this client fell behind.
 func follow(cmd *cobra.Command, body io.Reader, asJSON bool) error {
 	out := cmd.OutOrStdout()
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if !asJSON {
-		fmt.Fprintln(tw, "TIME\tID\tPROXY\tMOCK\tMETHOD\tPATH\tSTATUS\tMS\tFAULT")
-		_ = tw.Flush()
+		_ = padded(out, columnNames())
 	}
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
@@ -268,8 +302,7 @@ func follow(cmd *cobra.Command, body io.Reader, asJSON bool) error {
 			}
 			var e journal.Entry
 			if json.Unmarshal([]byte(data), &e) == nil {
-				row(tw, &e)
-				if err := tw.Flush(); err != nil {
+				if err := padded(out, cells(&e)); err != nil {
 					return failed("writing the output: %v", err)
 				}
 			}
