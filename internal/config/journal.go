@@ -2,6 +2,7 @@ package config
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/goccy/go-yaml/ast"
 )
@@ -11,7 +12,7 @@ import (
 type Journal struct {
 	Size   *JournalSize  `yaml:"size" doc:"How many requests are kept: the newest that many. Defaults to 10000; 0 turns the journal off. At most 1000000."`
 	Bodies *JournalBytes `yaml:"bodies" doc:"How much of each body is kept, request and response separately; the rest is cut and marked. Defaults to 4Ki; 0 keeps none. At most 1Mi."`
-	Reveal []HeaderName  `yaml:"reveal,omitempty" doc:"Secret headers to keep as sent rather than as ***: the admin auth header, Authorization, Proxy-Authorization and Cookie are masked unless listed here."`
+	Reveal []HeaderName  `yaml:"reveal,omitempty" doc:"Secret headers to keep as sent rather than as ***: the admin auth header, Authorization, Proxy-Authorization and Cookie of a request, and Set-Cookie of an answer, are masked unless listed here."`
 }
 
 // Journal defaults and bounds.
@@ -46,26 +47,7 @@ func (j *Journal) isDefault() bool {
 
 // Reveals reports whether the header (any case) is listed in reveal.
 func (j *Journal) Reveals(name string) bool {
-	return slices.ContainsFunc(j.Reveal, func(h HeaderName) bool { return equalFold(string(h), name) })
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
+	return slices.ContainsFunc(j.Reveal, func(h HeaderName) bool { return strings.EqualFold(string(h), name) })
 }
 
 // JournalSize is how many entries the journal keeps, 0..1,000,000.

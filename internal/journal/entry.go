@@ -79,6 +79,10 @@ const Masked = "***"
 // auth header joins them.
 var secretHeaders = [...]string{"Authorization", "Proxy-Authorization", "Cookie"}
 
+// secretResponseHeaders are an answer's: a session an upstream hands out
+// is as much a credential as the cookie that carries it back.
+var secretResponseHeaders = [...]string{"Set-Cookie"}
+
 // entryOf copies what the record says of a finished request: the record
 // and its headers belong to the request, the entry outlives it.
 func entryOf(rec *telemetry.Exchange, start time.Time, s *settings) *Entry {
@@ -107,7 +111,7 @@ func entryOf(rec *telemetry.Exchange, start time.Time, s *settings) *Entry {
 		ms := telemetry.Millis(rec.UpstreamDuration)
 		e.UpstreamMS = &ms
 	}
-	e.ResponseHeaders = flatten(rec.ResponseHeader, nil)
+	e.ResponseHeaders = flatten(rec.ResponseHeader, s.responseSecret)
 	if c := rec.RequestBody; c != nil {
 		e.Body, e.BodyTruncated = Body(c.Bytes), c.Cut
 	}
@@ -118,9 +122,9 @@ func entryOf(rec *telemetry.Exchange, start time.Time, s *settings) *Entry {
 }
 
 // secretsOf are the headers masked under these settings, canonical.
-func secretsOf(adminHeader string, reveals func(string) bool) []string {
+func secretsOf(reveals func(string) bool, names ...string) []string {
 	var out []string
-	for _, h := range append([]string{adminHeader}, secretHeaders[:]...) {
+	for _, h := range names {
 		h = http.CanonicalHeaderKey(strings.TrimSpace(h))
 		if h == "" || reveals(h) {
 			continue

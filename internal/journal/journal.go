@@ -42,7 +42,8 @@ type ring struct {
 // settings are what recording reads of the configuration.
 type settings struct {
 	bodies int
-	secret []string // canonical header names kept as Masked
+	secret         []string // canonical request header names kept as Masked
+	responseSecret []string // and the answer's
 }
 
 // New makes a journal configured by doc's journal section.
@@ -76,7 +77,8 @@ func (j *Journal) Configure(doc *config.Document) {
 	r := &ring{}
 	r.rec = Recorder{j: j, r: r}
 	r.bodies = bodies
-	r.secret = secretsOf(string(doc.Admin.Auth.Header), jc.Reveals)
+	r.secret = secretsOf(jc.Reveals, append([]string{string(doc.Admin.Auth.Header)}, secretHeaders[:]...)...)
+	r.responseSecret = secretsOf(jc.Reveals, secretResponseHeaders[:]...)
 	if old != nil && len(old.slots) == size {
 		// The same slots under new settings: a request recording into
 		// the old ring meanwhile is not lost.

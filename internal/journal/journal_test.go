@@ -252,3 +252,18 @@ func TestSessionsAreRefusedUntilTheyExist(t *testing.T) {
 		t.Errorf("verify: %v", err)
 	}
 }
+
+// TestAnAnswersCookiesAreMasked: Set-Cookie is kept as Masked unless
+// revealed.
+func TestAnAnswersCookiesAreMasked(t *testing.T) {
+	for cfg, want := range map[string]string{"": Masked, "journal: {reveal: [set-cookie]}\n": "sid=s4"} {
+		j := New(doc(t, cfg))
+		rec := &telemetry.Exchange{RequestID: "1", Proxy: "zeta", Method: "GET", Path: "/",
+			ResponseHeader: http.Header{"Set-Cookie": {"sid=s4"}, "Content-Type": {"text/plain"}}}
+		j.Active().Record(rec, time.Now())
+		e := j.Entries()[0]
+		if got := e.ResponseHeaders.Get("Set-Cookie"); got != want || e.ResponseHeaders.Get("Content-Type") != "text/plain" {
+			t.Errorf("%q: Set-Cookie kept as %q, want %q", cfg, got, want)
+		}
+	}
+}
