@@ -41,7 +41,7 @@ type ring struct {
 
 // settings are what recording reads of the configuration.
 type settings struct {
-	bodies int
+	bodies         int
 	secret         []string // canonical request header names kept as Masked
 	responseSecret []string // and the answer's
 }
