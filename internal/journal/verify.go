@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -68,14 +70,20 @@ func ParseVerification(body []byte) (*Verification, error) {
 		}
 		v.path = re
 	}
-	for name, pat := range v.Match.Headers {
+	// In a fixed order, so that the first bad one named is the same each time.
+	for _, name := range slices.Sorted(maps.Keys(v.Match.Headers)) {
+		pat := v.Match.Headers[name]
 		re, err := regexp.Compile(pat)
 		if err != nil {
 			return nil, &ParamError{"match.headers." + name, "not a regular expression: " + err.Error()}
 		}
 		v.headers = append(v.headers, headerPat{name, re})
 	}
-	for key, r := range map[string]*Range{"count": v.Count, "gaps_ms": v.GapsMS} {
+	for _, kr := range []struct {
+		key string
+		r   *Range
+	}{{"count", v.Count}, {"gaps_ms", v.GapsMS}} {
+		key, r := kr.key, kr.r
 		if r == nil {
 			continue
 		}
