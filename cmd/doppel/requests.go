@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -74,6 +75,25 @@ func (a *adminFlags) call(method, path string, body []byte, client *http.Client)
 		return nil, failed("the admin API at %s cannot be reached: %v", a.url, err)
 	}
 	return res, nil
+}
+
+// client is what list, verify and clear call the admin API with; tail's
+// stream has no timeout.
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// fetch makes one call and reads the whole answer: an answer whose status
+// is not among want is the envelope's error.
+func (a *adminFlags) fetch(method, path string, body []byte, want ...int) (int, []byte, error) {
+	res, err := a.call(method, path, body, client)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if !slices.Contains(want, res.StatusCode) {
+		return res.StatusCode, raw, envelopeError(res, raw)
+	}
+	return res.StatusCode, raw, nil
 }
 
 func envelopeError(res *http.Response, raw []byte) error {
@@ -144,14 +164,9 @@ func newRequestsListCmd() *cobra.Command {
 			if err := a.resolve(cmd); err != nil {
 				return err
 			}
-			res, err := a.call("GET", "/api/v1/requests"+f.query(), nil, &http.Client{Timeout: 30 * time.Second})
+			_, raw, err := a.fetch("GET", "/api/v1/requests"+f.query(), nil, http.StatusOK)
 			if err != nil {
 				return err
-			}
-			defer res.Body.Close()
-			raw, _ := io.ReadAll(res.Body)
-			if res.StatusCode != http.StatusOK {
-				return envelopeError(res, raw)
 			}
 			if a.output == "json" {
 				return write(cmd, string(raw))
@@ -345,25 +360,18 @@ which, and the matched requests follow).`,
 			if err != nil {
 				return failed("reading the verification: %v", err)
 			}
-			res, err := a.call("POST", "/api/v1/requests/verify", body, &http.Client{Timeout: 30 * time.Second})
+			status, raw, err := a.fetch("POST", "/api/v1/requests/verify", body, http.StatusOK, http.StatusConflict)
 			if err != nil {
 				return err
 			}
-			defer res.Body.Close()
-			raw, _ := io.ReadAll(res.Body)
 			var got struct {
 				Message  string           `json:"message"`
 				Matched  int              `json:"matched"`
 				GapsMS   []float64        `json:"gaps_ms"`
 				Requests []*journal.Entry `json:"requests"`
 			}
-			switch res.StatusCode {
-			case http.StatusOK, http.StatusConflict:
-				if err := json.Unmarshal(raw, &got); err != nil {
-					return envelopeError(res, raw)
-				}
-			default:
-				return envelopeError(res, raw)
+			if err := json.Unmarshal(raw, &got); err != nil {
+				return failed("the admin API's answer is not a verification's: %v", err)
 			}
 			if a.output == "json" {
 				if err := write(cmd, string(raw)); err != nil {
@@ -371,7 +379,7 @@ which, and the matched requests follow).`,
 				}
 			} else {
 				var b strings.Builder
-				if res.StatusCode == http.StatusOK {
+				if status == http.StatusOK {
 					fmt.Fprintf(&b, "verified: %d requests matched, gaps %v ms\n", got.Matched, got.GapsMS)
 				} else {
 					fmt.Fprintf(&b, "not verified: %s\n", got.Message)
@@ -385,7 +393,7 @@ which, and the matched requests follow).`,
 					return err
 				}
 			}
-			if res.StatusCode != http.StatusOK {
+			if status != http.StatusOK {
 				return rejected
 			}
 			return nil
@@ -414,14 +422,8 @@ func newRequestsClearCmd() *cobra.Command {
 			if len(proxies) > 0 {
 				path += "?" + q.Encode()
 			}
-			res, err := a.call("DELETE", path, nil, &http.Client{Timeout: 30 * time.Second})
-			if err != nil {
+			if _, _, err := a.fetch("DELETE", path, nil, http.StatusNoContent); err != nil {
 				return err
-			}
-			defer res.Body.Close()
-			raw, _ := io.ReadAll(res.Body)
-			if res.StatusCode != http.StatusNoContent {
-				return envelopeError(res, raw)
 			}
 			if a.output == "json" {
 				return write(cmd, "{\"cleared\":true}\n")
