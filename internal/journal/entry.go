@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/doppelproxy/doppel/internal/telemetry"
 )
 
 // Entry is one request as the journal keeps it: immutable once recorded,
@@ -82,44 +80,6 @@ var secretHeaders = [...]string{"Authorization", "Proxy-Authorization", "Cookie"
 // secretResponseHeaders are an answer's: a session an upstream hands out
 // is as much a credential as the cookie that carries it back.
 var secretResponseHeaders = [...]string{"Set-Cookie"}
-
-// entryOf copies what the record says of a finished request: the record
-// and its headers belong to the request, the entry outlives it.
-func entryOf(rec *telemetry.Exchange, start time.Time, s *settings) *Entry {
-	e := &Entry{
-		ID:         rec.RequestID,
-		Time:       start,
-		Proxy:      rec.Proxy,
-		Method:     rec.Method,
-		Path:       rec.Path,
-		Query:      rec.Query,
-		Headers:    flatten(rec.RequestHeader, s.secret),
-		Status:     rec.Status,
-		DurationMS: telemetry.Millis(rec.Duration),
-		Client:     rec.Client,
-		Fault: Fault{
-			Replace:   rec.Mock != "",
-			Loss:      rec.Fired("loss"),
-			LatencyMS: telemetry.Millis(rec.LatencyWaited),
-		},
-	}
-	if rec.Mock != "" {
-		m := rec.Mock
-		e.Mock = &m
-	}
-	if rec.UpstreamContacted {
-		ms := telemetry.Millis(rec.UpstreamDuration)
-		e.UpstreamMS = &ms
-	}
-	e.ResponseHeaders = flatten(rec.ResponseHeader, s.responseSecret)
-	if c := rec.RequestBody; c != nil {
-		e.Body, e.BodyTruncated = Body(c.Bytes), c.Cut
-	}
-	if c := rec.ResponseBody; c != nil {
-		e.ResponseBody, e.ResponseBodyTruncated = Body(c.Bytes), c.Cut
-	}
-	return e
-}
 
 // secretsOf are the headers masked under these settings, canonical.
 func secretsOf(reveals func(string) bool, names ...string) []string {

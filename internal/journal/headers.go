@@ -9,29 +9,33 @@ import (
 
 // Headers are a request's or an answer's headers as the journal keeps
 // them: every name and value in one byte slice (each a length, then its
-// bytes), names sorted. A kept entry then holds no maps and strings for
-// the garbage collector to mark on every cycle, ten thousand entries
-// over; the map is made again only when someone reads an entry.
+// bytes), the values of a name in their order. A kept entry then holds no
+// maps and strings for the garbage collector to mark on every cycle, ten
+// thousand entries over; the map is made again only when someone reads an
+// entry.
 type Headers []byte
 
 // flatten keeps h, the values of the secret names as Masked.
 func flatten(h http.Header, secret []string) Headers {
-	if len(h) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(h))
+	b := make([]byte, 0, flatSize(h))
+	return appendFlat(b, h, secret)
+}
+
+// flatSize bounds what appendFlat adds for h.
+func flatSize(h http.Header) int {
 	size := 0
 	for name, vs := range h {
-		names = append(names, name)
 		for _, v := range vs {
-			size += len(name) + len(v) + 2*binary.MaxVarintLen32
+			size += len(name) + max(len(v), len(Masked)) + 2*binary.MaxVarintLen32
 		}
 	}
-	slices.Sort(names)
-	b := make([]byte, 0, size)
-	for _, name := range names {
+	return size
+}
+
+func appendFlat(b []byte, h http.Header, secret []string) []byte {
+	for name, vs := range h {
 		masked := slices.Contains(secret, name)
-		for _, v := range h[name] {
+		for _, v := range vs {
 			if masked {
 				v = Masked
 			}

@@ -4,7 +4,8 @@
 // subscribers.
 //
 // Recording takes no lock shared by all requests: a request claims a slot
-// by an atomic counter and stores a pointer to its immutable entry there.
+// by an atomic counter and stores a pointer to its immutable record there
+// (kept.go: one byte slice and numbers, for the garbage collector).
 // Readers load the slots and order them by that counter.
 package journal
 
@@ -33,7 +34,7 @@ type Journal struct {
 
 // ring is the fixed slots of one size, with what recording needs.
 type ring struct {
-	slots []atomic.Pointer[Entry]
+	slots []atomic.Pointer[kept]
 	next  atomic.Uint64 // the slot the next entry takes, modulo len(slots)
 	settings
 	rec Recorder // what Active hands out, made once
@@ -86,18 +87,18 @@ func (j *Journal) Configure(doc *config.Document) {
 		j.ring.Store(r)
 		return
 	}
-	r.slots = make([]atomic.Pointer[Entry], size)
+	r.slots = make([]atomic.Pointer[kept], size)
 	if old != nil {
-		kept := old.entries()
-		if len(kept) > size {
-			kept = kept[len(kept)-size:]
+		ks := old.kept()
+		if len(ks) > size {
+			ks = ks[len(ks)-size:]
 		}
 		// Placed by their order, not their numbers: a clear leaves gaps
 		// in the numbers, and two of the newest could share a slot.
-		for i, e := range kept {
-			r.slots[i].Store(e)
+		for i, k := range ks {
+			r.slots[i].Store(k)
 		}
-		r.next.Store(uint64(len(kept)))
+		r.next.Store(uint64(len(ks)))
 	}
 	j.ring.Store(r)
 }
@@ -129,35 +130,35 @@ func (rc *Recorder) Bodies() int { return rc.r.bodies }
 // goes into the ring in force now, which a reload may have resized since
 // the request arrived; its settings are those the request started with.
 func (rc *Recorder) Record(rec *telemetry.Exchange, start time.Time) {
-	e := entryOf(rec, start, &rc.r.settings)
-	rc.j.add(e)
+	rc.j.add(keep(rec, start, &rc.r.settings))
 }
 
-func (j *Journal) add(e *Entry) {
+func (j *Journal) add(k *kept) {
 	r := j.ring.Load()
 	if r == nil {
 		return // turned off meanwhile
 	}
-	e.seq = j.seq.Add(1)
-	if r.slots[(r.next.Add(1)-1)%uint64(len(r.slots))].Swap(e) != nil {
+	k.seq = j.seq.Add(1)
+	if r.slots[(r.next.Add(1)-1)%uint64(len(r.slots))].Swap(k) != nil {
 		j.dropped.Add(1)
 	}
-	if subs := j.subs.Load(); subs != nil {
+	if subs := j.subs.Load(); subs != nil && len(*subs) > 0 {
+		e := k.entry()
 		for _, s := range *subs {
 			s.offer(e)
 		}
 	}
 }
 
-// entries are the ring's entries, oldest first.
-func (r *ring) entries() []*Entry {
-	out := make([]*Entry, 0, len(r.slots))
+// kept are the ring's records, oldest first.
+func (r *ring) kept() []*kept {
+	out := make([]*kept, 0, len(r.slots))
 	for i := range r.slots {
-		if e := r.slots[i].Load(); e != nil {
-			out = append(out, e)
+		if k := r.slots[i].Load(); k != nil {
+			out = append(out, k)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Entry) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortFunc(out, func(a, b *kept) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
@@ -170,7 +171,12 @@ func (j *Journal) Entries() []*Entry {
 	if r == nil {
 		return nil
 	}
-	return r.entries()
+	ks := r.kept()
+	out := make([]*Entry, len(ks))
+	for i, k := range ks {
+		out[i] = k.entry()
+	}
+	return out
 }
 
 // Dropped is how many entries the ring forgot to make room for newer ones
@@ -209,7 +215,7 @@ func (j *Journal) Clear(clear func(proxy string) bool) int {
 	}
 	n := 0
 	for i := range r.slots {
-		if e := r.slots[i].Load(); e != nil && clear(e.Proxy) && r.slots[i].CompareAndSwap(e, nil) {
+		if k := r.slots[i].Load(); k != nil && clear(k.proxy()) && r.slots[i].CompareAndSwap(k, nil) {
 			n++
 		}
 	}

@@ -36,7 +36,7 @@ func TestMemoryOfAFullJournal(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	mb := float64(after.HeapAlloc-before.HeapAlloc) / (1 << 20)
 	t.Logf("10,000 entries with 4 KiB bodies each way: %.1f MiB of heap", mb)
-	if mb > 200 {
+	if mb > 100 {
 		t.Errorf("%.1f MiB: more than the bound documented", mb)
 	}
 	runtime.KeepAlive(j)

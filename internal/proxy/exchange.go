@@ -31,8 +31,10 @@ type exchange struct {
 	// rec is what the log line and the metrics say of this request.
 	rec telemetry.Exchange
 	// faultsBuf backs rec.Faults, so that recording a fault allocates
-	// nothing.
-	faultsBuf [4]string
+	// nothing; the captures back the record's bodies while the journal
+	// is on.
+	faultsBuf                 [4]string
+	requestBody, responseBody telemetry.Capture
 
 	runtime *runtime.Runtime // the one in force when the request arrived
 	proxy   *runtime.Proxy
@@ -69,8 +71,8 @@ func (ex *exchange) journaled(j *journal.Recorder) {
 	r.RequestHeader = ex.req.Header
 	r.ResponseHeader = ex.conn.Header()
 	if n := j.Bodies(); n > 0 {
-		r.RequestBody = &telemetry.Capture{Limit: n}
-		r.ResponseBody = &telemetry.Capture{Limit: n}
+		ex.requestBody.Limit, ex.responseBody.Limit = n, n
+		r.RequestBody, r.ResponseBody = &ex.requestBody, &ex.responseBody
 	}
 }
 

@@ -64,7 +64,7 @@ func (c *Capture) Add(p []byte) {
 	}
 	if len(p) > 0 {
 		if c.Bytes == nil {
-			c.Bytes = make([]byte, 0, min(c.Limit, max(len(p), 512)))
+			c.Bytes = make([]byte, 0, len(p))
 		}
 		c.Bytes = append(c.Bytes, p...)
 	}

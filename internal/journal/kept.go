@@ -1,0 +1,153 @@
+package journal
+
+import (
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/telemetry"
+)
+
+// kept is an entry as the ring holds it: every string, header and body of
+// the request in one byte slice, the rest numbers. Ten thousand of them
+// are then twenty thousand objects with one pointer each for the garbage
+// collector to mark on every cycle, instead of a dozen pointers and as
+// many objects per entry; the Entry readers see is made from it on
+// reading.
+type kept struct {
+	seq      uint64 // the order of recording, from 1
+	unixNano int64
+	status   int
+	// duration, upstream and latency are those of the record.
+	duration, upstream, latency time.Duration
+	flags                       keptFlag
+	text                        []byte
+	ends                        [nText]uint32 // where each text field ends
+}
+
+// The fields of kept.text, in their order.
+const (
+	textID = iota
+	textProxy
+	textMock
+	textMethod
+	textPath
+	textQuery
+	textClient
+	textHeaders
+	textResponseHeaders
+	textBody
+	textResponseBody
+	nText
+)
+
+type keptFlag uint8
+
+const (
+	flagMock keptFlag = 1 << iota
+	flagUpstream
+	flagLoss
+	flagBodyCut
+	flagResponseBodyCut
+)
+
+// keep copies what the record says of a finished request: the record and
+// its headers belong to the request, the entry outlives it.
+func keep(rec *telemetry.Exchange, start time.Time, s *settings) *kept {
+	k := &kept{
+		unixNano: start.UnixNano(),
+		status:   rec.Status,
+		duration: rec.Duration,
+		upstream: rec.UpstreamDuration,
+		latency:  rec.LatencyWaited,
+	}
+	var body, responseBody []byte
+	if c := rec.RequestBody; c != nil {
+		body = c.Bytes
+		k.flag(flagBodyCut, c.Cut)
+	}
+	if c := rec.ResponseBody; c != nil {
+		responseBody = c.Bytes
+		k.flag(flagResponseBodyCut, c.Cut)
+	}
+	k.flag(flagMock, rec.Mock != "")
+	k.flag(flagUpstream, rec.UpstreamContacted)
+	k.flag(flagLoss, rec.Fired("loss"))
+
+	strs := [...]string{rec.RequestID, rec.Proxy, rec.Mock, rec.Method, rec.Path, rec.Query, rec.Client}
+	size := flatSize(rec.RequestHeader) + flatSize(rec.ResponseHeader) + len(body) + len(responseBody)
+	for _, v := range strs {
+		size += len(v)
+	}
+	b := make([]byte, 0, size)
+	for i, v := range strs {
+		b = append(b, v...)
+		k.ends[i] = uint32(len(b))
+	}
+	b = appendFlat(b, rec.RequestHeader, s.secret)
+	k.ends[textHeaders] = uint32(len(b))
+	b = appendFlat(b, rec.ResponseHeader, s.responseSecret)
+	k.ends[textResponseHeaders] = uint32(len(b))
+	b = append(b, body...)
+	k.ends[textBody] = uint32(len(b))
+	b = append(b, responseBody...)
+	k.ends[textResponseBody] = uint32(len(b))
+	k.text = b
+	return k
+}
+
+func (k *kept) flag(f keptFlag, on bool) {
+	if on {
+		k.flags |= f
+	}
+}
+
+func (k *kept) has(f keptFlag) bool { return k.flags&f != 0 }
+
+// field is one text field, sharing the kept bytes (never written again).
+func (k *kept) field(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = k.ends[i-1]
+	}
+	return k.text[start:k.ends[i]:k.ends[i]]
+}
+
+func (k *kept) str(i int) string { return string(k.field(i)) }
+
+// proxy is the entry's proxy, without making the entry.
+func (k *kept) proxy() string { return k.str(textProxy) }
+
+// entry is what readers see of k.
+func (k *kept) entry() *Entry {
+	e := &Entry{
+		ID:                    k.str(textID),
+		Time:                  time.Unix(0, k.unixNano),
+		Proxy:                 k.proxy(),
+		Method:                k.str(textMethod),
+		Path:                  k.str(textPath),
+		Query:                 k.str(textQuery),
+		Headers:               Headers(k.field(textHeaders)),
+		Body:                  Body(k.field(textBody)),
+		BodyTruncated:         k.has(flagBodyCut),
+		Status:                k.status,
+		ResponseHeaders:       Headers(k.field(textResponseHeaders)),
+		ResponseBody:          Body(k.field(textResponseBody)),
+		ResponseBodyTruncated: k.has(flagResponseBodyCut),
+		DurationMS:            telemetry.Millis(k.duration),
+		Client:                k.str(textClient),
+		Fault: Fault{
+			Replace:   k.has(flagMock),
+			Loss:      k.has(flagLoss),
+			LatencyMS: telemetry.Millis(k.latency),
+		},
+		seq: k.seq,
+	}
+	if k.has(flagMock) {
+		m := k.str(textMock)
+		e.Mock = &m
+	}
+	if k.has(flagUpstream) {
+		ms := telemetry.Millis(k.upstream)
+		e.UpstreamMS = &ms
+	}
+	return e
+}
