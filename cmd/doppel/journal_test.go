@@ -142,6 +142,18 @@ proxies:
 	if e.Body != `{"v": "s` || !e.BodyTruncated || e.ResponseBody != "got seve" || !e.RespTruncated {
 		t.Errorf("bodies past journal.bodies: %+v", e)
 	}
+	// tail --limit 1 begins with the newest kept request, then follows.
+	replay := exec.CommandContext(ctx, doppelBin, "requests", "tail", "--admin", s.admin, "-o", "json", "--limit", "1")
+	replay.Env = cleanEnv()
+	replayOut, _ := replay.StdoutPipe()
+	if err := replay.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = replay.Process.Kill(); _ = replay.Wait() }()
+	first, _ := bufio.NewReader(replayOut).ReadString('\n')
+	if !strings.Contains(first, `"path":"/hi"`) {
+		t.Errorf("tail --limit 1 began with %q", first)
+	}
 	table := doppel(t, invocation{args: []string{"requests", "list", "--admin", s.admin}})
 	if table.code != wantOK || !strings.Contains(table.stdout, "/echo?x=1") || !strings.Contains(table.stdout, "METHOD") {
 		t.Errorf("list: %s", table)

@@ -110,17 +110,15 @@ type filterFlags struct {
 	limit                                     int
 }
 
-func (f *filterFlags) register(cmd *cobra.Command, history bool) {
+func (f *filterFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.proxy, "proxy", "", "only this proxy's requests")
 	fs.StringVar(&f.mock, "mock", "", "only requests this mock answered")
 	fs.StringVar(&f.method, "method", "", "only this method")
 	fs.StringVar(&f.path, "path", "", "only paths this regular expression matches")
 	fs.StringVar(&f.session, "session", "", "only this session's requests")
-	if history {
-		fs.StringVar(&f.since, "since", "", "only requests after this one: a request id or an RFC 3339 time")
-		fs.IntVar(&f.limit, "limit", 0, "only the newest this many")
-	}
+	fs.StringVar(&f.since, "since", "", "only requests after this one: a request id or an RFC 3339 time")
+	fs.IntVar(&f.limit, "limit", 0, "only the newest this many")
 }
 
 func (f *filterFlags) query() string {
@@ -191,7 +189,7 @@ func newRequestsListCmd() *cobra.Command {
 		},
 	}
 	a.register(cmd)
-	f.register(cmd, true)
+	f.register(cmd)
 	return cmd
 }
 
@@ -285,7 +283,7 @@ func newRequestsTailCmd() *cobra.Command {
 		},
 	}
 	a.register(cmd)
-	f.register(cmd, false)
+	f.register(cmd)
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
@@ -93,7 +94,14 @@ type answer struct {
 
 func (e *env) call(t *testing.T, method, path, token, body string, header ...string) answer {
 	t.Helper()
-	req, _ := http.NewRequest(method, e.URL+path, strings.NewReader(body))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if strings.HasPrefix(path, "/api/v1/requests/stream") {
+		// A stream ends when its client leaves: this one leaves at once
+		// with what it was sent.
+		time.AfterFunc(200*time.Millisecond, cancel)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, e.URL+path, strings.NewReader(body))
 	if token != "" {
 		req.Header.Set("X-Proxy-Authorization", "Bearer "+token)
 	}

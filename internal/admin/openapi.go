@@ -97,8 +97,7 @@ var codeMeaning = map[apierr.Code]string{
 	apierr.VerificationFailed:  "a condition did not hold; the message says which, and the body adds `matched`, `gaps_ms` and the matched `requests`",
 }
 
-// filterQuery are the journal's filters, since and limit last (a stream
-// has neither).
+// filterQuery are the journal's filters.
 var filterQuery = []string{"proxy", "mock", "method", "path", "session", "since", "limit"}
 
 var queryParams = map[string]map[string]any{

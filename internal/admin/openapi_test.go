@@ -494,3 +494,6 @@ func (r *recorder) Write(b []byte) (int, error) {
 	r.body.Write(b)
 	return r.ResponseWriter.Write(b)
 }
+
+// Unwrap lets a stream flush through the recorder.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -111,24 +111,44 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := journal.ParseFilter(r.URL.Query(), max(s.journal.Size(), 1))
-	if err == nil {
-		err = f.Streams()
-	}
 	if err != nil {
 		filterFailed(w, err)
 		return
 	}
-	// Only what this caller may read and asked for fills its buffer, and
-	// only that is counted when it falls behind.
+	// Subscribed before the kept entries are read: an entry recorded
+	// meanwhile is in one or the other, and seq tells which were sent.
 	sub := s.journal.Subscribe(func(e *journal.Entry) bool { return visible(e.Proxy) && f.Matches(e) })
 	defer s.journal.Unsubscribe(sub)
+	var replay []*journal.Entry
+	resumed := true
+	if id := r.Header.Get("Last-Event-ID"); id != "" || f.Replays() {
+		kept := s.journal.Entries()
+		resumed = f.Resume(id, kept, visible)
+		if f.Replays() {
+			if replay, err = f.Select(kept, visible); err != nil {
+				filterFailed(w, err)
+				return
+			}
+		}
+	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, ": the journal's new entries follow\n\n")
+	if !resumed {
+		_, _ = io.WriteString(w, ": the last event's entry is no longer kept; new entries follow\n\n")
+	} else {
+		_, _ = io.WriteString(w, ": the journal's entries follow\n\n")
+	}
+	var sent uint64
+	for _, e := range replay {
+		if err := writeEvent(w, e); err != nil {
+			return
+		}
+		sent = e.Seq()
+	}
 	if rc.Flush() != nil {
 		return
 	}
@@ -141,16 +161,26 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 			_, err = io.WriteString(w, ": keep-alive\n\n")
 		case e := <-sub.C:
+			if e.Seq() <= sent {
+				continue // replayed already
+			}
 			if n := sub.Dropped(); n > 0 {
 				_, _ = fmt.Fprintf(w, "event: dropped\ndata: {\"dropped\":%d}\n\n", n)
 			}
-			b, _ := json.Marshal(e)
-			_, err = fmt.Fprintf(w, "event: request\nid: %s\ndata: %s\n\n", e.ID, b)
+			err = writeEvent(w, e)
 		}
 		if err != nil || rc.Flush() != nil {
 			return
 		}
 	}
+}
+
+// writeEvent writes an entry as the event `request`, its id the entry's
+// (what an EventSource sends back as Last-Event-ID when it reconnects).
+func writeEvent(w io.Writer, e *journal.Entry) error {
+	b, _ := json.Marshal(e)
+	_, err := fmt.Fprintf(w, "event: request\nid: %s\ndata: %s\n\n", e.ID, b)
+	return err
 }
 
 // verifyFailure is the 409's body: the envelope, and what was found.

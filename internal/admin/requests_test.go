@@ -1,6 +1,10 @@
 package admin
 
 import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -92,4 +96,69 @@ func TestClearNeedsUpdate(t *testing.T) {
 	if got := listed(e.call(t, "GET", "/api/v1/requests", adminToken, "")); got != "a1" {
 		t.Errorf("after clearing zeta: %s", got)
 	}
+}
+
+// streamed reads a stream's events until it has n request ids, giving
+// them in order, after recording one entry "live" once the stream is
+// open; header is sent with the request (Last-Event-ID).
+func (e *env) streamed(t *testing.T, query string, n int, header ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.URL+"/api/v1/requests/stream"+query, nil)
+	req.Header.Set("X-Proxy-Authorization", "Bearer "+adminToken)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		raw, _ := io.ReadAll(res.Body)
+		t.Fatalf("stream %s: %d %s", query, res.StatusCode, raw)
+	}
+	var ids []string
+	sc := bufio.NewScanner(res.Body)
+	for len(ids) < n && sc.Scan() {
+		if strings.HasPrefix(sc.Text(), ": ") {
+			// The opening comment: the kept entries are read, what is
+			// recorded now comes live.
+			go e.record("live", "zeta", "/a")
+		}
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			ids = append(ids, id)
+		}
+	}
+	if sc.Err() != nil {
+		t.Logf("stream %s: %v", query, sc.Err())
+	}
+	return strings.Join(ids, ",")
+}
+
+// TestTheStreamReplaysThenFollows: with since or limit the stream begins
+// with the kept entries they select, then the new ones, none twice; a
+// reconnecting EventSource resumes after its Last-Event-ID.
+func TestTheStreamReplaysThenFollows(t *testing.T) {
+	e := newEnv(t, baseDoc, nil)
+	for _, id := range []string{"z1", "z2", "z3"} {
+		e.record(id, "zeta", "/a")
+	}
+	if got := e.streamed(t, "?since=z1", 3); got != "z2,z3,live" {
+		t.Errorf("since=z1: %s", got)
+	}
+	// The newest kept (the live one above), then a new one.
+	if got := e.streamed(t, "?limit=1&path=^/a", 2); got != "live,live" {
+		t.Errorf("limit=1: %s", got)
+	}
+	if got := e.streamed(t, "", 4, "Last-Event-ID", "z2"); got != "z3,live,live,live" {
+		t.Errorf("Last-Event-ID z2: %s", got)
+	}
+	// An id no longer kept resumes nothing: only new entries.
+	if got := e.streamed(t, "", 1, "Last-Event-ID", "gone"); got != "live" {
+		t.Errorf("Last-Event-ID gone: %s", got)
+	}
+	// since names what the list would refuse.
+	expectCode(t, e.call(t, "GET", "/api/v1/requests/stream?since=nobody", adminToken, ""), 400, "CONFIG_INVALID")
 }

@@ -178,8 +178,10 @@ func (s *Server) routeTable() []route {
 			codes: []apierr.Code{apierr.ConfigInvalid},
 		}},
 		{"GET", "/api/v1/requests/stream", s.streamRequests, api{operationID: "streamRequests",
-			tag: tagJournal, summary: "New requests as Server-Sent Events", action: ActRead, query: filterQuery[:5],
-			about: "Each new entry that passes the filters is an event `request` whose data is the entry. A subscriber that falls behind " +
+			tag: tagJournal, summary: "New requests as Server-Sent Events", action: ActRead, query: filterQuery,
+			about: "Each new entry that passes the filters is an event `request` whose data is the entry and whose id is the entry's. " +
+				"With `since` or `limit` the stream begins with the kept entries they select, as the list would show them, then follows; " +
+				"a reconnecting EventSource's `Last-Event-ID` resumes after that entry when it is still kept. A subscriber that falls behind " +
 				"loses entries, never slows the proxy, and is told by an event `dropped` with data `{\"dropped\": n}`.",
 			ok:    []reply{{status: 200, means: "the stream, until the client leaves", media: []string{"text/event-stream"}, schema: schemaText}},
 			codes: []apierr.Code{apierr.ConfigInvalid},

@@ -35,6 +35,10 @@ type Entry struct {
 	seq uint64 // the order of recording, from 1
 }
 
+// Seq is the entry's place in the order of recording, from 1: a stream
+// that replays entries skips the live ones it already sent by it.
+func (e *Entry) Seq() uint64 { return e.seq }
+
 // Fault is what fired for the request.
 type Fault struct {
 	Replace   bool    `json:"replace"`

@@ -84,15 +84,23 @@ func ParseFilter(q url.Values, size int) (*Filter, error) {
 	return f, nil
 }
 
-// Streams refuses what has no meaning for entries yet to come.
-func (f *Filter) Streams() error {
-	if f.since != "" || !f.sinceTime.IsZero() {
-		return &ParamError{"since", "a stream carries only new entries"}
+// Replays reports whether a stream under this filter begins with kept
+// entries (since or limit given) rather than only new ones.
+func (f *Filter) Replays() bool { return f.since != "" || !f.sinceTime.IsZero() || f.limit != 0 }
+
+// Resume makes a stream without since begin after the entry of that id,
+// as an EventSource that reconnects names the last event it received
+// (Last-Event-ID). An id no longer kept resumes nothing: the stream
+// carries only new entries, and says so.
+func (f *Filter) Resume(id string, entries []*Entry, visible func(proxy string) bool) (known bool) {
+	if id == "" || f.since != "" || !f.sinceTime.IsZero() {
+		return true
 	}
-	if f.limit != 0 {
-		return &ParamError{"limit", "a stream carries only new entries"}
+	if !slices.ContainsFunc(entries, func(e *Entry) bool { return e.ID == id && visible(e.Proxy) }) {
+		return false
 	}
-	return nil
+	f.since = id
+	return true
 }
 
 // Matches reports whether an entry passes the filter's fields (not since
