@@ -91,6 +91,10 @@ func Advisories(d *Document) []Advisory {
 					add(mat+".proxy.loss.status", "%s", msg)
 				}
 			}
+			// V40: a mock has no upstream whose work could happen first.
+			if m.Proxy != nil && m.Proxy.Abort != nil && m.Proxy.Abort.At == AbortAtResponse {
+				add(mat+".proxy.abort.at", "at: response on a mock acts as at: request (V40): a mock's answer has no upstream whose work happens first, so the connection is cut before anything is sent; write at: request to say so")
+			}
 			for _, v := range m.Request.Declared() {
 				if slices.Contains(SystemVariables, v.Name) {
 					add(fmt.Sprintf("%s.request.%s.%s", mat, v.Source, v.Name),

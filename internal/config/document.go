@@ -110,6 +110,9 @@ type Proxy struct {
 	Headers          map[HeaderName]HeaderValue `yaml:"headers,omitempty" doc:"Headers injected into every forwarded request, overriding the client's of the same name."`
 	Loss             *Loss                      `yaml:"loss,omitempty" doc:"Drops a share of requests with a chosen status. Not applied to a request a mock answered."`
 	Latency          *Latency                   `yaml:"latency,omitempty" doc:"Makes a share of requests take a chosen time. Applies to mocked answers too; a mock may override it."`
+	Abort            *Abort                     `yaml:"abort,omitempty" doc:"Cuts a share of connections: before forwarding, after the upstream answered, or partway through the body. Not applied to a request a mock answered."`
+	Hang             *Hang                      `yaml:"hang,omitempty" doc:"Holds a share of requests unanswered for a time, then closes the connection; the upstream is not contacted. Not applied to a request a mock answered."`
+	Bandwidth        *Bandwidth                 `yaml:"bandwidth,omitempty" doc:"Paces a share of answers' bodies to a byte rate. Not applied to a request a mock answered."`
 	Replace          *Ratio                     `yaml:"replace" doc:"The share of matching requests a mock actually answers; the rest go upstream. Defaults to 1.0."`
 	RewriteRedirects *bool                      `yaml:"rewrite_redirects" doc:"Point a redirect into this proxy's upstream back at Doppel. Defaults to true."`
 	RewriteURLs      *bool                      `yaml:"rewrite_urls" doc:"Rewrite the upstream's own address to Doppel's in text bodies. Defaults to true."`
@@ -133,8 +136,10 @@ type ProxyAccess struct {
 
 // Loss drops a share of requests.
 type Loss struct {
-	Percentage Ratio  `yaml:"percentage" required:"true" doc:"The share of requests to drop, as a fraction: 0.1 is one in ten."`
-	Status     Status `yaml:"status" required:"true" doc:"The status a dropped request is answered with."`
+	Percentage Ratio                      `yaml:"percentage" required:"true" doc:"The share of requests to drop, as a fraction: 0.1 is one in ten."`
+	Status     Status                     `yaml:"status" required:"true" doc:"The status a dropped request is answered with."`
+	RetryAfter *RetryAfter                `yaml:"retry_after,omitempty" doc:"Sent as Retry-After on the dropped request's answer: whole seconds, 0 to 86400."`
+	Headers    map[HeaderName]HeaderValue `yaml:"headers,omitempty" doc:"Headers added to the dropped request's answer."`
 }
 
 // Latency delays a share of requests.
@@ -149,7 +154,7 @@ type Mock struct {
 	Name     Name          `yaml:"name" required:"true" doc:"Names this mock in the mock log field and the hit counter. Unique within the proxy."`
 	Request  MockRequest   `yaml:"request" required:"true" doc:"What this mock matches, and what it takes out of the request."`
 	Response MockResponse  `yaml:"response" required:"true" doc:"What it answers with."`
-	Proxy    *MockOverride `yaml:"proxy,omitempty" doc:"Per-mock overrides of the proxy's replace, loss and latency."`
+	Proxy    *MockOverride `yaml:"proxy,omitempty" doc:"Per-mock overrides of the proxy's replace and faults: loss, latency, abort, hang, bandwidth."`
 }
 
 // MockRequest matches requests and extracts variables from them.
@@ -172,24 +177,34 @@ type MockResponse struct {
 
 // MockOverride carries a mock's own fault settings.
 type MockOverride struct {
-	Replace *Ratio   `yaml:"replace,omitempty" doc:"Overrides the proxy's replace for requests this mock matches."`
-	Loss    *Loss    `yaml:"loss,omitempty" doc:"Drops a share of the requests this mock would answer. Never inherited from the proxy."`
-	Latency *Latency `yaml:"latency,omitempty" doc:"Replaces the proxy's latency for this mock's answers, rather than adding to it."`
+	Replace   *Ratio     `yaml:"replace,omitempty" doc:"Overrides the proxy's replace for requests this mock matches."`
+	Loss      *Loss      `yaml:"loss,omitempty" doc:"Drops a share of the requests this mock would answer. Never inherited from the proxy."`
+	Latency   *Latency   `yaml:"latency,omitempty" doc:"Replaces the proxy's latency for this mock's answers, rather than adding to it."`
+	Abort     *Abort     `yaml:"abort,omitempty" doc:"Cuts a share of this mock's connections (at: request or body; response acts as request). Never inherited from the proxy."`
+	Hang      *Hang      `yaml:"hang,omitempty" doc:"Holds a share of the requests this mock would answer unanswered, then closes. Never inherited from the proxy."`
+	Bandwidth *Bandwidth `yaml:"bandwidth,omitempty" doc:"Paces a share of this mock's bodies. Never inherited from the proxy."`
 }
 
 // Faults are the fault settings of a proxy or of a mock's proxy block,
 // side by side: what internal/fault builds faults from. A new fault adds
 // its field here and to Proxy and MockOverride.
 type Faults struct {
-	Loss    *Loss
-	Latency *Latency
+	Loss      *Loss
+	Latency   *Latency
+	Abort     *Abort
+	Hang      *Hang
+	Bandwidth *Bandwidth
 }
 
 // Faults are the proxy's own fault settings.
-func (p *Proxy) Faults() Faults { return Faults{Loss: p.Loss, Latency: p.Latency} }
+func (p *Proxy) Faults() Faults {
+	return Faults{Loss: p.Loss, Latency: p.Latency, Abort: p.Abort, Hang: p.Hang, Bandwidth: p.Bandwidth}
+}
 
 // Faults are the mock's own fault settings.
-func (o *MockOverride) Faults() Faults { return Faults{Loss: o.Loss, Latency: o.Latency} }
+func (o *MockOverride) Faults() Faults {
+	return Faults{Loss: o.Loss, Latency: o.Latency, Abort: o.Abort, Hang: o.Hang, Bandwidth: o.Bandwidth}
+}
 
 // Defaults for the sections that may be left out.
 const (

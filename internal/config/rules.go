@@ -63,6 +63,7 @@ func validateProxy(at string, p Proxy) []Violation {
 		vs = append(vs, Violation{Rule: "V11", Path: joinPath(at, "resolve.header"), Message: "`header` is required when `type: header`"})
 	}
 	vs = append(vs, validateFaults("", at, p.Latency)...)
+	vs = append(vs, validateAbort(at, p.Abort)...)
 	return append(vs, validateMocks(at, p)...)
 }
 
@@ -136,6 +137,7 @@ func validateMocks(at string, p Proxy) []Violation {
 		// V25: a mock's own block obeys the proxy's rules.
 		if m.Proxy != nil {
 			vs = append(vs, validateFaults("V25", mat+".proxy", m.Proxy.Latency)...)
+			vs = append(vs, validateAbort(mat+".proxy", m.Proxy.Abort)...)
 		}
 	}
 	return vs
