@@ -11,6 +11,7 @@
 package fault
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -21,8 +22,8 @@ import (
 type Stage uint8
 
 const (
-	// Before: in place of the answer. The fault answers (or breaks the
-	// connection) itself; neither a mock nor the upstream is reached, the
+	// Before: in place of the answer. The fault answers (or cuts or
+	// holds the connection) itself; neither a mock nor the upstream is reached, the
 	// faults after it are not rolled, and nothing delays it.
 	Before Stage = iota + 1
 	// On: on the answer, by wrapping the writer the answer goes through.
@@ -75,8 +76,34 @@ type Exchange interface {
 	// connection through it.
 	Wrap(func(http.ResponseWriter) http.ResponseWriter)
 	// Fired records that the fault of that name fired (the log line, the
-	// metrics).
-	Fired(name string)
+	// metrics, the journal); detail is what its Detail says, if anything.
+	Fired(name, detail string)
+	// Cut cuts the client's connection now, sending what the answer
+	// wrote so far and nothing more: reset with a TCP RST, else a FIN.
+	// On HTTP/2 the stream is reset and the connection kept. A cut before
+	// anything reached the client is logged as 444.
+	Cut(reset bool)
+	// Hang leaves the request unanswered for d, or until the client
+	// leaves, then closes the connection with a FIN. It may return before
+	// then, the request handed to a goroutine of its own: the handler
+	// returns and nothing more is written.
+	Hang(d time.Duration)
+	// Context is the request's: done when the client leaves.
+	Context() context.Context
+}
+
+// A Detailed fault says more of how it fired than its name: where an
+// abort cuts. The record keeps it beside the name.
+type Detailed interface {
+	Detail() string
+}
+
+// An Ender is a writer of an On fault that acts when the answer is
+// complete (an abort that swallowed the answer cuts then): the pipeline
+// calls End once the handler has written everything, before the request
+// is recorded.
+type Ender interface {
+	End()
 }
 
 // Set is the faults that apply to a request, in the fixed order of their
@@ -93,7 +120,11 @@ func (s Set) Inject(r Roller, k Key, x Exchange) (answered bool) {
 		if !Fires(r, k, share) {
 			continue
 		}
-		x.Fired(f.Name())
+		detail := ""
+		if d, ok := f.(Detailed); ok {
+			detail = d.Detail()
+		}
+		x.Fired(f.Name(), detail)
 		f.Act(x, Draw{r: r, k: k})
 		if f.Stage() == Before {
 			return true

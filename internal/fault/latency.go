@@ -18,7 +18,7 @@ func init() {
 		// It says how slow the proxy is to answer, whatever answers: a
 		// mock without its own takes the proxy's.
 		Inherited: true,
-		Build: func(f config.Faults) Fault {
+		Build: func(f config.Faults, _ bool) Fault {
 			l := f.Latency
 			if l == nil {
 				return nil

@@ -2,6 +2,10 @@ package fault
 
 import (
 	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/config"
@@ -13,11 +17,18 @@ const RollLoss Roll = 2
 func init() {
 	register(Kind{
 		Name: "loss", Order: 10, Rolls: []Roll{RollLoss},
-		Build: func(f config.Faults) Fault {
+		Build: func(f config.Faults, _ bool) Fault {
 			if f.Loss == nil {
 				return nil
 			}
-			return &Loss{Percentage: float64(f.Loss.Percentage), Status: int(f.Loss.Status)}
+			l := &Loss{Percentage: float64(f.Loss.Percentage), Status: int(f.Loss.Status)}
+			if f.Loss.RetryAfter != nil {
+				l.Headers = append(l.Headers, [2]string{"Retry-After", strconv.FormatInt(int64(*f.Loss.RetryAfter), 10)})
+			}
+			for _, name := range slices.Sorted(maps.Keys(f.Loss.Headers)) {
+				l.Headers = append(l.Headers, [2]string{http.CanonicalHeaderKey(string(name)), string(f.Loss.Headers[name])})
+			}
+			return l
 		},
 	})
 }
@@ -27,6 +38,9 @@ func init() {
 type Loss struct {
 	Percentage float64
 	Status     int
+	// Headers are set on the answer (Retry-After, then the document's in
+	// name order); the envelope's own framing headers are set after them.
+	Headers [][2]string
 }
 
 func (*Loss) Name() string            { return "loss" }
@@ -35,6 +49,10 @@ func (l *Loss) Roll() (Roll, float64) { return RollLoss, l.Percentage }
 
 // Act answers with the loss status and LOSS_INJECTED.
 func (l *Loss) Act(x Exchange, _ Draw) {
+	h := x.Header()
+	for _, kv := range l.Headers {
+		h.Set(kv[0], kv[1])
+	}
 	x.Fail(l.Status, apierr.LossInjected, fmt.Sprintf("request dropped by injected loss (status %d)", l.Status))
 }
 

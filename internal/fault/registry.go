@@ -11,17 +11,17 @@ import (
 type Kind struct {
 	// Name is the fault's key in the document.
 	Name string
-	// Order places its roll among the others (SPEC §17.1: loss, abort,
-	// hang, bandwidth, latency); lower rolls first.
+	// Order places its roll among the others (SPEC §17.1: loss 10,
+	// abort 20, hang 30, bandwidth 40, latency 100); lower rolls first.
 	Order int
 	// Rolls are every draw the fault makes; no two kinds share one.
 	Rolls []Roll
 	// Inherited: a mock without its own takes the proxy's (latency).
 	// Otherwise a mock has its own or none, never the proxy's (loss).
 	Inherited bool
-	// Build makes the fault from a proxy's or a mock's settings, or
-	// returns nil when they declare none.
-	Build func(config.Faults) Fault
+	// Build makes the fault from a proxy's or a mock's settings (mock
+	// says which), or returns nil when they declare none.
+	Build func(f config.Faults, mock bool) Fault
 }
 
 // kinds are the registered kinds in roll order.
@@ -51,7 +51,7 @@ func register(k Kind) {
 func Compile(proxy config.Faults) Set {
 	var s Set
 	for _, k := range kinds {
-		if f := k.Build(proxy); f != nil {
+		if f := k.Build(proxy, false); f != nil {
 			s = append(s, f)
 		}
 	}
@@ -66,10 +66,10 @@ func CompileMock(proxy config.Faults, own *config.Faults) Set {
 	for _, k := range kinds {
 		var f Fault
 		if own != nil {
-			f = k.Build(*own)
+			f = k.Build(*own, true)
 		}
 		if f == nil && k.Inherited {
-			f = k.Build(proxy)
+			f = k.Build(proxy, false)
 		}
 		if f != nil {
 			s = append(s, f)

@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,9 +18,16 @@ type recorder struct {
 	delay   time.Duration
 	wrapped int
 	fired   []string
+	cut     bool
+	hung    time.Duration
 }
 
-func (r *recorder) Fired(name string) { r.fired = append(r.fired, name) }
+func (r *recorder) Fired(name, _ string) { r.fired = append(r.fired, name) }
+func (r *recorder) Cut(bool)             { r.cut = true }
+func (r *recorder) Hang(d time.Duration) { r.hung = d }
+func (r *recorder) Context() context.Context {
+	return context.Background()
+}
 
 func (r *recorder) Fail(status int, code apierr.Code, message string) {
 	r.code = code
@@ -76,7 +84,7 @@ func TestKindsRollInTheDocumentedOrder(t *testing.T) {
 	for _, k := range kinds {
 		names = append(names, k.Name)
 	}
-	if fmt.Sprint(names) != "[loss latency]" {
+	if fmt.Sprint(names) != "[loss abort hang bandwidth latency]" {
 		t.Fatalf("kinds in roll order: %v", names)
 	}
 	for _, dup := range []Kind{

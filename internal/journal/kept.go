@@ -32,6 +32,7 @@ const (
 	textPath
 	textQuery
 	textClient
+	textAbort
 	textHeaders
 	textResponseHeaders
 	textBody
@@ -45,6 +46,7 @@ const (
 	flagMock keptFlag = 1 << iota
 	flagUpstream
 	flagLoss
+	flagHang
 	flagBodyCut
 	flagResponseBodyCut
 )
@@ -71,8 +73,9 @@ func keep(rec *telemetry.Exchange, start time.Time, s *settings) *kept {
 	k.flag(flagMock, rec.Mock != "")
 	k.flag(flagUpstream, rec.UpstreamContacted)
 	k.flag(flagLoss, rec.Fired("loss"))
+	k.flag(flagHang, rec.Fired("hang"))
 
-	strs := [...]string{rec.RequestID, rec.Proxy, rec.Mock, rec.Method, rec.Path, rec.Query, rec.Client}
+	strs := [...]string{rec.RequestID, rec.Proxy, rec.Mock, rec.Method, rec.Path, rec.Query, rec.Client, rec.Abort}
 	size := flatSize(rec.RequestHeader) + flatSize(rec.ResponseHeader) + len(body) + len(responseBody)
 	for _, v := range strs {
 		size += len(v)
@@ -137,6 +140,7 @@ func (k *kept) entry() *Entry {
 		Fault: Fault{
 			Replace:   k.has(flagMock),
 			Loss:      k.has(flagLoss),
+			Hang:      k.has(flagHang),
 			LatencyMS: telemetry.Millis(k.latency),
 		},
 		seq: k.seq,
@@ -144,6 +148,10 @@ func (k *kept) entry() *Entry {
 	if k.has(flagMock) {
 		m := k.str(textMock)
 		e.Mock = &m
+	}
+	if at := k.field(textAbort); len(at) > 0 {
+		a := string(at)
+		e.Fault.Abort = &a
 	}
 	if k.has(flagUpstream) {
 		ms := telemetry.Millis(k.upstream)

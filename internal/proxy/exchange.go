@@ -45,6 +45,14 @@ type exchange struct {
 
 	wroteHeader bool
 
+	// base is the connection's writer under the faults' (Wrap), nil
+	// while none wraps; cut says a fault cut the connection; detached
+	// that a hang took it, and records the request itself when done.
+	base     *connWriter
+	cut      bool
+	detached bool
+	handler  *Handler
+
 	// timeout cancels the upstream exchange when the proxy's timeout has
 	// passed; timeoutLeft is its budget as of upstreamStart.
 	timeout     *time.Timer
@@ -162,15 +170,12 @@ func (ex *exchange) Fail(status int, code apierr.Code, message string) {
 // Delay sets the whole-response target.
 func (ex *exchange) Delay(d time.Duration) { ex.latency = d }
 
-// Wrap puts a fault's writer in front of the answer's.
-func (ex *exchange) Wrap(wrap func(http.ResponseWriter) http.ResponseWriter) { ex.w = wrap(ex.w) }
-
 // Fired records that a fault fired.
-func (ex *exchange) Fired(name string) {
+func (ex *exchange) Fired(name, detail string) {
 	if ex.rec.Faults == nil {
 		ex.rec.Faults = ex.faultsBuf[:0]
 	}
-	ex.rec.Faults = append(ex.rec.Faults, name)
+	ex.rec.Fire(name, detail)
 }
 
 // statusClientLeft is logged for a request whose client disconnected
@@ -185,6 +190,9 @@ func (ex *exchange) clientLeft() {
 }
 
 func (ex *exchange) Write(b []byte) (int, error) {
+	if ex.cut || ex.detached {
+		return 0, http.ErrHijacked
+	}
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
 	}
@@ -196,6 +204,9 @@ func (ex *exchange) Write(b []byte) (int, error) {
 
 // Flush and Unwrap let ReverseProxy stream and upgrade through the wrapper.
 func (ex *exchange) Flush() {
+	if ex.cut || ex.detached {
+		return
+	}
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
 	}

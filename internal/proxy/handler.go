@@ -106,7 +106,7 @@ func New(h *runtime.Holder, opts Options) *Handler {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ex := &exchange{w: w, conn: w, req: r, start: time.Now()}
+	ex := &exchange{w: w, conn: w, req: r, start: time.Now(), handler: h}
 	id, minted := h.requestID(r)
 	ex.rec = telemetry.Exchange{RequestID: id, Method: r.Method, Path: loggedPath(r)}
 	if j := h.journal.Active(); j != nil {
@@ -307,6 +307,9 @@ var errUpstreamTimeout = errors.New("the proxy's timeout passed")
 // when the handler panicked: a panic before the answer started becomes a
 // 500 envelope; after it started, the connection is aborted.
 func (h *Handler) finish(ex *exchange) {
+	if ex.detached {
+		return // a hang records the request when it ends
+	}
 	if v := recover(); v != nil {
 		if v != http.ErrAbortHandler {
 			h.log.Error("panic while serving a request", "request_id", ex.rec.RequestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
@@ -321,6 +324,9 @@ func (h *Handler) finish(ex *exchange) {
 		// connection, so the client cannot take a cut body for a whole one.
 		h.logRequest(ex)
 		panic(http.ErrAbortHandler)
+	}
+	if ex.base != nil && !ex.cut {
+		ex.endWriters()
 	}
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)

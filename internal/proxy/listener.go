@@ -46,6 +46,9 @@ func (c *envelopingConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// NetConn is the connection under the wrapper: a cut sets its linger.
+func (c *envelopingConn) NetConn() net.Conn { return c.Conn }
+
 // CloseWrite lets an upgraded connection half-close through the wrapper.
 func (c *envelopingConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {

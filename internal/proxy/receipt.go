@@ -28,7 +28,7 @@ func (ex *exchange) wantsReceipt() bool {
 	return false
 }
 
-// receipt is replace=mock|upstream;loss=yes|no;abort=no;latency=<n>ms:
+// receipt is replace=mock|upstream;loss=yes|no;abort=no|body;latency=<n>ms:
 // written with the answer's headers, so the latency is the wait taken.
 func receipt(r *telemetry.Exchange) string {
 	b := make([]byte, 0, 64)
@@ -40,7 +40,13 @@ func receipt(r *telemetry.Exchange) string {
 	}
 	b = append(b, ";loss="...)
 	b = append(b, yesNo(r.Fired("loss"))...)
-	b = append(b, ";abort=no;latency="...)
+	b = append(b, ";abort="...)
+	if r.Abort != "" {
+		b = append(b, r.Abort...) // the answer shows only an abort at body
+	} else {
+		b = append(b, "no"...)
+	}
+	b = append(b, ";latency="...)
 	b = strconv.AppendInt(b, r.LatencyWaited.Milliseconds(), 10)
 	b = append(b, "ms"...)
 	return string(b)

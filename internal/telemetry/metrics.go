@@ -43,6 +43,7 @@ type Metrics struct {
 	adminDuration    *prometheus.HistogramVec
 	loss             *prometheus.CounterVec
 	latency          *prometheus.CounterVec
+	faults           *prometheus.CounterVec
 	mockHits         *prometheus.CounterVec
 	lastError        *prometheus.GaugeVec
 	proxyMocks       *prometheus.GaugeVec
@@ -69,6 +70,9 @@ func NewMetrics(version string, dashboard bool) *Metrics {
 	m.latency = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "doppel_latency_injected_total", Help: "Latency rolls that fired (whether or not anything was left to wait).",
 	}, []string{"proxy"})
+	m.faults = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "doppel_faults_total", Help: "Faults that fired, by kind: loss, latency, abort, hang, bandwidth.",
+	}, []string{"proxy", "fault"})
 	m.mockHits = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "doppel_mock_hits_total", Help: "Requests a mock was chosen to answer.",
 	}, []string{"proxy", "mock"})
@@ -84,7 +88,7 @@ func NewMetrics(version string, dashboard bool) *Metrics {
 	m.proxyMocks = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "doppel_proxy_mocks", Help: "Mocks per proxy in the configuration in force; a removed proxy is 0.",
 	}, []string{"proxy"})
-	m.reg.MustRegister(m.proxyDuration, m.upstreamDuration, m.adminDuration, m.loss, m.latency, m.mockHits,
+	m.reg.MustRegister(m.proxyDuration, m.upstreamDuration, m.adminDuration, m.loss, m.latency, m.faults, m.mockHits,
 		build, dash, m.lastError, m.proxyMocks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	build.WithLabelValues(version).Set(1)
@@ -123,6 +127,9 @@ func (m *Metrics) ObserveProxy(r *Exchange) {
 	}
 	if r.Fired("latency") {
 		m.latency.WithLabelValues(r.Proxy).Inc()
+	}
+	for _, f := range r.Faults {
+		m.faults.WithLabelValues(r.Proxy, f).Inc()
 	}
 	if r.ErrorCode != "" {
 		m.lastError.WithLabelValues(r.ErrorCode).Set(float64(time.Now().UnixNano()) / 1e9)

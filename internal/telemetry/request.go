@@ -30,7 +30,9 @@ type Exchange struct {
 	UpstreamDuration  time.Duration
 	UpstreamFailed    bool // a transport failure or the proxy's timeout
 	// Faults are the names of the faults that fired, in roll order.
-	Faults        []string
+	Faults []string
+	// Abort is where an abort that fired cuts (request, response, body).
+	Abort         string
 	LatencyWaited time.Duration // the wait actually taken
 	// AdminTokenRemoved names the admin token the request carried to the
 	// proxy listener, removed before anything saw it; "" when none.
@@ -68,6 +70,27 @@ func (c *Capture) Add(p []byte) {
 		}
 		c.Bytes = append(c.Bytes, p...)
 	}
+}
+
+// Fire records that the fault of that name fired; detail is what the
+// fault says of it (an abort: where it cuts).
+func (r *Exchange) Fire(name, detail string) {
+	r.Faults = append(r.Faults, name)
+	if name == "abort" {
+		r.Abort = detail
+	}
+}
+
+// Fault is the request line's fault: the one that stood in for or cut the
+// answer (loss, abort or hang), "" when none of them fired.
+func (r *Exchange) Fault() string {
+	for _, f := range r.Faults {
+		switch f {
+		case "loss", "abort", "hang":
+			return f
+		}
+	}
+	return ""
 }
 
 // Fired reports whether the fault of that name fired.
@@ -112,6 +135,7 @@ func (r *Exchange) attrs() []slog.Attr {
 	attrs = append(attrs,
 		slog.Bool("loss_injected", r.Fired("loss")),
 		slog.Float64("latency_injected_ms", Millis(r.LatencyWaited)),
+		slog.String("fault", r.Fault()),
 	)
 	if r.ErrorCode != "" {
 		attrs = append(attrs, slog.String("code", r.ErrorCode))
@@ -156,6 +180,9 @@ func appendRequestJSON(b []byte, now time.Time, r *Exchange) []byte {
 	b = strconv.AppendBool(b, r.Fired("loss"))
 	b = append(b, `,"latency_injected_ms":`...)
 	b = appendMillis(b, r.LatencyWaited)
+	b = append(b, `,"fault":"`...)
+	b = append(b, r.Fault()...) // one of a few plain words
+	b = append(b, '"')
 	if r.ErrorCode != "" {
 		b = append(b, `,"code":`...)
 		b = appendJSONString(b, r.ErrorCode)

@@ -1,0 +1,200 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/fault"
+)
+
+// The connection faults' side of the exchange (SPEC §17.2): cutting the
+// client's connection, and holding it unanswered.
+
+// statusCut is logged for a request whose connection Doppel cut, or
+// closed after a hang, before any answer reached the client (nginx's
+// "closed without a response").
+const statusCut = 444
+
+// finDrain bounds how long a close waits for the client to read the FIN
+// and close its side; unread bytes of the request left in the kernel
+// would make the close a reset.
+const (
+	finDrain    = time.Second
+	maxFinDrain = 1 << 20
+)
+
+// connWriter is the connection's writer once a fault wraps the answer's:
+// it tells whether the status line reached it, which no wrapper can.
+type connWriter struct {
+	http.ResponseWriter
+	answered bool
+}
+
+func (c *connWriter) WriteHeader(code int) {
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		c.answered = true
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *connWriter) Write(b []byte) (int, error) {
+	c.answered = true
+	return c.ResponseWriter.Write(b)
+}
+
+func (c *connWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// Wrap puts a fault's writer in front of the answer's.
+func (ex *exchange) Wrap(wrap func(http.ResponseWriter) http.ResponseWriter) {
+	if ex.base == nil {
+		ex.base = &connWriter{ResponseWriter: ex.w}
+		ex.w = ex.base
+	}
+	ex.w = wrap(ex.w)
+}
+
+// answered reports whether the status line went to the connection.
+func (ex *exchange) answered() bool {
+	if ex.base != nil {
+		return ex.base.answered
+	}
+	return ex.wroteHeader
+}
+
+// endWriters tells the faults' writers that the answer is complete.
+func (ex *exchange) endWriters() {
+	for w := ex.w; w != nil && w != ex.conn; {
+		if e, ok := w.(fault.Ender); ok {
+			e.End()
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
+}
+
+// Context is the request's.
+func (ex *exchange) Context() context.Context { return ex.req.Context() }
+
+// Cut cuts the client's connection now: on HTTP/1 what the answer wrote
+// so far is sent, then the connection closes with a RST (reset: linger 0)
+// or a FIN; on HTTP/2 the stream is reset and the connection kept.
+func (ex *exchange) Cut(reset bool) {
+	if ex.cut {
+		return
+	}
+	ex.cut = true
+	answered := ex.answered()
+	if !answered {
+		ex.rec.Status = statusCut
+		ex.rec.Duration = time.Since(ex.start)
+	}
+	ex.wroteHeader = true // nothing more is answered
+	if c := ex.hijack(answered); c != nil {
+		closeConn(c, reset)
+		return
+	}
+	// HTTP/2, or a connection that cannot be taken: the server resets
+	// the stream (RST_STREAM, INTERNAL_ERROR) when the handler aborts.
+	panic(http.ErrAbortHandler)
+}
+
+// hijack takes an HTTP/1 connection from the server, after sending what
+// the answer wrote (flush is whether there is any): nil when it cannot.
+func (ex *exchange) hijack(flush bool) net.Conn {
+	if ex.req.ProtoMajor != 1 {
+		return nil
+	}
+	h, ok := ex.conn.(http.Hijacker)
+	if !ok {
+		return nil
+	}
+	if flush {
+		_ = http.NewResponseController(ex.conn).Flush()
+	}
+	c, _, err := h.Hijack()
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// closeConn closes a taken connection: reset sends a RST at once; else a
+// FIN, then what the client still sends is read (for finDrain at most)
+// so that the close does not turn into a reset.
+func closeConn(c net.Conn, reset bool) {
+	raw := c
+	for {
+		u, ok := raw.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		raw = u.NetConn()
+	}
+	if reset {
+		if l, ok := raw.(interface{ SetLinger(int) error }); ok {
+			_ = l.SetLinger(0)
+		}
+		_ = c.Close()
+		return
+	}
+	if cw, ok := raw.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		_ = c.SetReadDeadline(time.Now().Add(finDrain))
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, maxFinDrain))
+	}
+	_ = c.Close()
+}
+
+// Hang leaves the request unanswered for d, then closes with a FIN. On
+// HTTP/1 the connection is taken and a goroutine of its own waits on it
+// (a read that ends when the client leaves or d has passed), so the
+// server's buffers go at once; the request is recorded when the wait
+// ends. On HTTP/2 the handler waits, then resets the stream.
+func (ex *exchange) Hang(d time.Duration) {
+	ex.wroteHeader = true
+	start := time.Now()
+	if c := ex.hijack(false); c != nil {
+		ex.detached = true
+		// Nothing of the server's is used again: what the record needs
+		// is in it.
+		ex.w, ex.conn, ex.base = nil, nil, nil
+		go ex.hangOn(c, start.Add(d))
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		ex.rec.Status = statusCut
+		ex.rec.Duration = time.Since(ex.start)
+		ex.cut = true
+		panic(http.ErrAbortHandler)
+	case <-ex.req.Context().Done():
+		ex.clientLeft()
+	}
+}
+
+// hangOn waits on a taken connection until the client leaves or the hang
+// is over, closes it, and records the request.
+func (ex *exchange) hangOn(c net.Conn, until time.Time) {
+	_ = c.SetReadDeadline(until)
+	var buf [512]byte
+	var err error
+	for err == nil {
+		_, err = c.Read(buf[:])
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		ex.rec.Status = statusCut
+		ex.rec.Duration = time.Since(ex.start)
+		closeConn(c, false)
+	} else {
+		ex.clientLeft()
+		_ = c.Close()
+	}
+	ex.handler.logRequest(ex)
+}
