@@ -95,7 +95,7 @@ func TestAdminDisabledAndBadTokens(t *testing.T) {
 	}
 }
 
-func readFile(t *testing.T, path string) string {
+func readFile(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

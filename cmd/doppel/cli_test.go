@@ -134,7 +134,7 @@ func doppel(t *testing.T, inv invocation) result {
 }
 
 // writeFile writes content to dir/name and returns the file's path.
-func writeFile(t *testing.T, dir, name, content string) string {
+func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {

@@ -138,7 +138,7 @@ func TestClientMistakesAreTheClients(t *testing.T) {
 }
 
 // goroutines reads go_goroutines from the admin listener's metrics.
-func goroutines(t *testing.T, adminAddr string) int {
+func goroutines(t testing.TB, adminAddr string) int {
 	t.Helper()
 	r := mustGet(t, newClient(), "http://"+adminAddr+"/metrics", nil)
 	for l := range strings.SplitSeq(string(r.body), "\n") {

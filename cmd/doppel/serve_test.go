@@ -48,7 +48,7 @@ const (
 // proc is one running `doppel serve`. Its stdout is read line by line as it
 // comes; its stderr is collected for after the exit.
 type proc struct {
-	t   *testing.T
+	t   testing.TB
 	cmd *exec.Cmd
 
 	mu     sync.Mutex
@@ -92,7 +92,7 @@ func (b *lockedBuffer) String() string {
 
 // startProc starts the binary with inv's arguments, environment and working
 // directory, and makes sure it is gone when the test ends.
-func startProc(t *testing.T, inv invocation) *proc {
+func startProc(t testing.TB, inv invocation) *proc {
 	t.Helper()
 	dir := inv.dir
 	if dir == "" {
@@ -334,7 +334,7 @@ func lineField(line, key string) string {
 
 // freePorts returns n distinct TCP ports that were free on 127.0.0.1 a
 // moment ago.
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	for range n {
@@ -351,7 +351,7 @@ func freePorts(t *testing.T, n int) []int {
 // serveConfig writes dir/main.yaml: both listeners on 127.0.0.1 (server
 // port, then admin port; zero picks a free one), the template directory
 // and the control socket inside dir, then body (logging, proxies, ...).
-func serveConfig(t *testing.T, dir string, serverPort, adminPort int, body string) string {
+func serveConfig(t testing.TB, dir string, serverPort, adminPort int, body string) string {
 	t.Helper()
 	free := freePorts(t, 2)
 	if serverPort == 0 {
@@ -387,7 +387,7 @@ func proxyYAML(name, url, header string) string {
 
 // serveUp starts `doppel serve --config cfg --proxy-addr 127.0.0.1:0` plus
 // extra arguments and returns it with its proxy listener's address.
-func serveUp(t *testing.T, cfg string, env map[string]string, extra ...string) (*proc, string) {
+func serveUp(t testing.TB, cfg string, env map[string]string, extra ...string) (*proc, string) {
 	t.Helper()
 	args := append([]string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0"}, extra...)
 	p := startProc(t, invocation{args: args, env: env})
@@ -395,7 +395,7 @@ func serveUp(t *testing.T, cfg string, env map[string]string, extra ...string) (
 }
 
 // upstream is an httptest server closed when the test ends.
-func upstream(t *testing.T, h http.HandlerFunc) *httptest.Server {
+func upstream(t testing.TB, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -436,7 +436,7 @@ func get(c *http.Client, url string, header map[string]string) (response, error)
 }
 
 // mustGet is get that fails the test on a transport error.
-func mustGet(t *testing.T, c *http.Client, url string, header map[string]string) response {
+func mustGet(t testing.TB, c *http.Client, url string, header map[string]string) response {
 	t.Helper()
 	r, err := get(c, url, header)
 	if err != nil {
