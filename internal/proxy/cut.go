@@ -99,8 +99,12 @@ func (ex *exchange) Cut(reset bool) {
 		closeConn(c, reset)
 		return
 	}
-	// HTTP/2, or a connection that cannot be taken: the server resets
-	// the stream (RST_STREAM, INTERNAL_ERROR) when the handler aborts.
+	// HTTP/2, or a connection that cannot be taken: what was written
+	// goes out, then the server resets the stream (RST_STREAM,
+	// INTERNAL_ERROR) as the handler aborts.
+	if answered {
+		_ = http.NewResponseController(ex.conn).Flush()
+	}
 	panic(http.ErrAbortHandler)
 }
 
