@@ -79,7 +79,7 @@ func rawRead(t *testing.T, addr, path string, header ...string) wire {
 }
 
 // faultUpstream answers /data with 4 KiB (Content-Length) and /big with
-// 1 MiB, counting the requests it receives by path.
+// 1 MiB, both binary, counting the requests it receives by path.
 func faultUpstream(t testing.TB) (url string, hits func(path string) int64) {
 	var mu sync.Mutex
 	counts := map[string]*atomic.Int64{}
@@ -98,6 +98,8 @@ func faultUpstream(t testing.TB) (url string, hits func(path string) int64) {
 			n = 1 << 20
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(n))
+		// Not text: no URL rewriting buffers it, it streams.
+		w.Header().Set("Content-Type", "application/octet-stream")
 		_, _ = w.Write(bytes.Repeat([]byte("u"), n))
 	})
 	return srv.URL, func(p string) int64 { return count(p).Load() }
@@ -114,6 +116,7 @@ func faultProxies(up string) string {
 		{"close-body", "abort: {percentage: 1, at: body, after: 100, how: close}"},
 		{"hang", "hang: {percentage: 1, seconds: 1}"},
 		{"paced", "bandwidth: {percentage: 1, bytes_per_second: 256Ki}"},
+		{"trickle", "bandwidth: {percentage: 1, bytes_per_second: 1Ki}"},
 		{"lossy", "loss: {percentage: 1, status: 429, retry_after: 7, headers: {X-Why: quota}}\n    abort: {percentage: 1, at: request}"},
 	} {
 		fmt.Fprintf(&b, "  - name: %s\n    type: http\n    url: %s/\n    resolve: {type: header, header: X-Fault}\n    %s\n", p.name, up, p.faults)
@@ -311,6 +314,47 @@ func TestTransportFaultsOnTheWire(t *testing.T) {
 		if seen[key] != want {
 			t.Errorf("journal of %s: %q, want %q", key, seen[key], want)
 		}
+	}
+}
+
+// TestClientsLeavingASlowBodyFreeEverything: clients that give up on a
+// trickling body leave nothing running.
+func TestClientsLeavingASlowBodyFreeEverything(t *testing.T) {
+	t.Parallel()
+	up, _ := faultUpstream(t)
+	cfg := serveConfig(t, t.TempDir(), 0, 0, faultProxies(up))
+	p, addr := serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
+	admin := adminAddrOf(t, p)
+	before := goroutines(t, admin)
+	const n = 50
+	var conns []net.Conn
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		_, _ = io.WriteString(c, "GET /big HTTP/1.1\r\nHost: d\r\nX-Fault: trickle\r\n\r\n")
+	}
+	for _, c := range conns {
+		// The headers and the first slice, then the client gives up.
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.ReadAtLeast(c, make([]byte, 256), 200); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g := goroutines(t, admin); g < before+n {
+		t.Fatalf("%d goroutines with %d slow bodies, from %d", g, n, before)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for goroutines(t, admin) > before+5 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if g := goroutines(t, admin); g > before+5 {
+		t.Errorf("%d goroutines after the clients left, from %d", g, before)
 	}
 }
 

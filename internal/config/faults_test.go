@@ -1,0 +1,83 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTransportFaultsAreBounded: each mistake is refused at load with its
+// path and a fix; the good spellings load.
+func TestTransportFaultsAreBounded(t *testing.T) {
+	for _, c := range []struct{ faults, path, says string }{
+		{"abort: {percentage: 0.1, at: bodyy}", "proxies[0].abort.at", "use request (before anything goes upstream), response (after the upstream answered) or body"},
+		{"abort: {percentage: 0.1, at: body, how: rst}", "proxies[0].abort.how", "use reset (a TCP RST) or close (a FIN)"},
+		{"abort: {percentage: 0.1, at: request, after: 1Ki}", "proxies[0].abort.after", "applies only with at: body, not at: request; remove after, or set at: body"},
+		{"abort: {percentage: 0.1, after: 10}", "proxies[0].abort.at", "required"},
+		{"abort: {percentage: 0.1, at: body, after: -1}", "proxies[0].abort.after", "after is 0 to 1Gi bytes"},
+		{"bandwidth: {percentage: 1, bytes_per_second: 0}", "proxies[0].bandwidth.bytes_per_second", "give at least 1, such as 16Ki"},
+		{"bandwidth: {percentage: 1, bytes_per_second: 16K}", "proxies[0].bandwidth.bytes_per_second", "write 16Ki or 16KB"},
+		{"hang: {percentage: 0.1, seconds: -1}", "proxies[0].hang.seconds", "-1 is negative: a hang lasts 0 to 3600 seconds"},
+		{"hang: {percentage: 0.1, seconds: 3601}", "proxies[0].hang.seconds", "over the 3600-second maximum"},
+		{"loss: {percentage: 0.1, status: 429, retry_after: 1.5}", "proxies[0].loss.retry_after", "whole seconds, 0 to 86400; write 2"},
+		{"loss: {percentage: 0.1, status: 429, retry_after: 86401}", "proxies[0].loss.retry_after", "0 to 86400"},
+		{"loss: {percentage: 0.1, status: 429, headers: {'X A': b}}", "proxies[0].loss.headers", ""},
+	} {
+		vs := violations(t, proxyDoc(c.faults))
+		found := false
+		for _, v := range vs {
+			if strings.HasPrefix(v.Path, c.path) && strings.Contains(v.Message, c.says) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: got %v, want at %s: ...%s...", c.faults, vs, c.path, c.says)
+		}
+	}
+	// A mock's own block, V41 included.
+	vs := violations(t, mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200}\nproxy: {abort: {percentage: 1, at: response, after: 3}}"))
+	if len(vs) != 1 || vs[0].Rule != "V41" || vs[0].Path != "proxies[0].mocks[0].proxy.abort.after" {
+		t.Errorf("a mock's abort: %v", vs)
+	}
+	good := proxyDoc("abort: {percentage: 0.1, at: body, after: 1Ki, how: close}\nhang: {percentage: 0.05, seconds: 0.5}\n" +
+		"bandwidth: {percentage: 1, bytes_per_second: 16Ki}\nloss: {percentage: 0.2, status: 429, retry_after: 2, headers: {X-Why: quota}}")
+	d, err := Load([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := d.Proxies[0]
+	if int64(*p.Abort.After) != 1024 || p.Abort.How != AbortClose || float64(p.Hang.Seconds) != 0.5 || int64(p.Bandwidth.BytesPerSecond) != 16384 || int64(*p.Loss.RetryAfter) != 2 {
+		t.Errorf("loaded %+v %+v %+v %+v", p.Abort, p.Hang, p.Bandwidth, p.Loss)
+	}
+}
+
+// TestAMocksAbortAtResponseIsSaidOnce: V40, an advisory.
+func TestAMocksAbortAtResponseIsSaidOnce(t *testing.T) {
+	d, err := Load([]byte(mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200}\nproxy: {abort: {percentage: 1, at: response}}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range Advisories(d) {
+		if a.Path == "proxies[0].mocks[0].proxy.abort.at" && strings.Contains(a.Message, "acts as at: request (V40)") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("advisories: %v", Advisories(d))
+	}
+}
+
+// TestOldDocumentsKeepTheirRevision: a document without the new keys is
+// written back as before.
+func TestOldDocumentsKeepTheirRevision(t *testing.T) {
+	d, err := Load([]byte(proxyDoc("loss: {percentage: 0.5, status: 503}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := Canonical(d)
+	for _, k := range []string{"abort", "hang", "bandwidth", "retry_after", "headers"} {
+		if strings.Contains(string(out), k+":") {
+			t.Errorf("the canonical form gained %s:\n%s", k, out)
+		}
+	}
+}
