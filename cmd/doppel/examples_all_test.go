@@ -26,6 +26,7 @@ var exampleChecks = map[string]func(t *testing.T, root string){
 	"seeded.yaml":        checkSeededExample,
 	"postgres.yaml":      checkPostgresExample,
 	"retry.yaml":         checkRetryExample,
+	"faults.yaml":        checkFaultsExample,
 }
 
 // TestEveryExample validates every examples/*.yaml through the binary,

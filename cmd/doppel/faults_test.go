@@ -474,3 +474,25 @@ func rssOf(t testing.TB, pid int) int64 {
 	t.Fatal("no VmRSS")
 	return 0
 }
+
+// checkFaultsExample holds examples/faults.yaml to its comments: each
+// endpoint fails as they say.
+func checkFaultsExample(t *testing.T, root string) {
+	s := serveExample(t, root, "faults.yaml", nil)
+	addr := strings.TrimPrefix(s.proxy, "http://")
+	if w := rawRead(t, addr, "/reset"); !w.reset() || len(w.got) != 0 {
+		t.Errorf("/reset: %q, ended %v", w.got, w.end)
+	}
+	if w := rawRead(t, addr, "/short"); !strings.Contains(w.head(), "Content-Length: 64") || len(w.body()) != 16 || w.end != io.EOF {
+		t.Errorf("/short: %q, ended %v", w.got, w.end)
+	}
+	if w := rawRead(t, addr, "/hang"); len(w.got) != 0 || w.end != io.EOF || w.took < 2*time.Second {
+		t.Errorf("/hang: %q after %v, ended %v", w.got, w.took, w.end)
+	}
+	if w := rawRead(t, addr, "/slow"); len(w.body()) != 8192 || w.took < 1900*time.Millisecond || w.took > 2500*time.Millisecond {
+		t.Errorf("/slow: %d bytes in %v", len(w.body()), w.took)
+	}
+	if r := call(t, "GET", s.proxy+"/busy", ""); r.status != 429 || r.header.Get("Retry-After") != "5" {
+		t.Errorf("/busy: %d %v", r.status, r.header)
+	}
+}
