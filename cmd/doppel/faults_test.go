@@ -142,7 +142,7 @@ func faultProxies(up string) string {
         proxy: {abort: {percentage: 1, at: response}}
       - name: paced
         request: {method: GET, url: "^/mock/paced$"}
-        response: {status: 200, body: "{{ 'm' * 524288 }}"}
+        response: {status: 200, body: "{{ 'm' * 1048576 }}"}
         proxy: {bandwidth: {percentage: 1, bytes_per_second: 256Ki}}
       - name: hung
         request: {method: GET, url: "^/mock/hung$"}
@@ -235,7 +235,7 @@ func TestTransportFaultsOnTheWire(t *testing.T) {
 		for _, c := range []struct {
 			path, fault string
 			size        int
-		}{{"/big", "paced", 1 << 20}, {"/mock/paced", "", 512 << 10}} {
+		}{{"/big", "paced", 1 << 20}, {"/mock/paced", "", 1 << 20}} {
 			var hdr []string
 			if c.fault != "" {
 				hdr = []string{"X-Fault", c.fault}
