@@ -504,6 +504,15 @@ func answerSchemas() map[string]any {
 				"name": ref("TemplateName"), "size": withDescription(count, "Bytes."),
 			})},
 		}),
+		"CounterList": object([]string{"counters"}, map[string]any{
+			"counters": map[string]any{"type": "array", "items": object([]string{"fault", "mock", "key", "count", "first_seen"}, map[string]any{
+				"fault":      map[string]any{"type": "string", "enum": []any{"loss", "latency", "abort", "hang", "bandwidth"}},
+				"mock":       map[string]any{"type": []any{"string", "null"}, "description": "The mock whose own fault counts; null for the proxy's."},
+				"key":        map[string]any{"type": "string", "description": "The `per` header's value (its first 256 bytes) or the client IP; empty when proxy-wide or the header is missing."},
+				"count":      withDescription(count, "The requests `when.headers` admitted."),
+				"first_seen": map[string]any{"type": "string", "format": "date-time"},
+			})},
+		}),
 		"ReloadResult": object([]string{"revision", "proxies"}, map[string]any{
 			"revision": ref("Revision"),
 			"proxies":  withDescription(count, "How many proxies are in force."),

@@ -234,6 +234,8 @@ var publishedOperationIDs = map[string]string{
 	"GET /api/v1/proxies/{name}":                     "readProxy",
 	"PUT /api/v1/proxies/{name}":                     "updateProxy",
 	"DELETE /api/v1/proxies/{name}":                  "deleteProxy",
+	"GET /api/v1/proxies/{name}/counters":            "listCounters",
+	"DELETE /api/v1/proxies/{name}/counters":         "resetCounters",
 	"GET /api/v1/proxies/{name}/templates":           "listTemplates",
 	"POST /api/v1/proxies/{name}/templates/{file}":   "uploadTemplatePost",
 	"PUT /api/v1/proxies/{name}/templates/{file}":    "uploadTemplatePut",

@@ -140,6 +140,7 @@ type Loss struct {
 	Status     Status                     `yaml:"status" required:"true" doc:"The status a dropped request is answered with."`
 	RetryAfter *RetryAfter                `yaml:"retry_after,omitempty" doc:"Sent as Retry-After on the dropped request's answer: whole seconds, 0 to 86400."`
 	Headers    map[HeaderName]HeaderValue `yaml:"headers,omitempty" doc:"Headers added to the dropped request's answer."`
+	When       *When                      `yaml:"when,omitempty" doc:"Narrows the requests it may fire on: headers, a count per key, a window of time. The percentage applies to those it admits."`
 }
 
 // Latency delays a share of requests.
@@ -147,6 +148,7 @@ type Latency struct {
 	Percentage Ratio   `yaml:"percentage" required:"true" doc:"The share of requests to delay, as a fraction."`
 	Min        Seconds `yaml:"min" required:"true" doc:"Lower bound of the delay in seconds. The delay is a target for the whole response: time already spent is subtracted."`
 	Max        Seconds `yaml:"max" required:"true" doc:"Upper bound of the delay in seconds. Must be at least min."`
+	When       *When   `yaml:"when,omitempty" doc:"Narrows the requests it may fire on: headers, a count per key, a window of time. The percentage applies to those it admits."`
 }
 
 // Mock answers a matching request itself.

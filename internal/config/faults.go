@@ -17,6 +17,7 @@ type Abort struct {
 	At         AbortAt     `yaml:"at" required:"true" doc:"request: cut before anything goes upstream; response: forward, read the upstream's answer in full, then cut before a byte of it is sent; body: send the status, the headers and after bytes of body, then cut."`
 	After      *AbortAfter `yaml:"after,omitempty" doc:"With at: body, how many bytes of body reach the client before the cut: 0 or more, a byte size such as 1Ki. Defaults to 0."`
 	How        AbortHow    `yaml:"how,omitempty" doc:"reset: a TCP RST (the client reads ECONNRESET); close: a FIN (the client reads an early EOF). On HTTP/2 the stream is reset either way. Defaults to reset."`
+	When       *When       `yaml:"when,omitempty" doc:"Narrows the requests it may fire on: headers, a count per key, a window of time. The percentage applies to those it admits."`
 }
 
 // AbortAt is where an abort cuts.
@@ -100,6 +101,7 @@ func (AbortAfter) jsonSchema() map[string]any {
 type Hang struct {
 	Percentage Ratio       `yaml:"percentage" required:"true" doc:"The share of requests that hang, as a fraction."`
 	Seconds    HangSeconds `yaml:"seconds" required:"true" doc:"How long nothing is answered, 0 to 3600, fractions allowed; then the connection is closed (a FIN). The upstream is never contacted."`
+	When       *When       `yaml:"when,omitempty" doc:"Narrows the requests it may fire on: headers, a count per key, a window of time. The percentage applies to those it admits."`
 }
 
 // HangSeconds is how long a hang lasts: 0..3600, fractions allowed.
@@ -132,6 +134,7 @@ func (HangSeconds) jsonSchema() map[string]any {
 type Bandwidth struct {
 	Percentage     Ratio `yaml:"percentage" required:"true" doc:"The share of answers that are paced, as a fraction."`
 	BytesPerSecond Rate  `yaml:"bytes_per_second" required:"true" doc:"The most body bytes sent per second: a byte size such as 16Ki. Latency still counts to the first byte."`
+	When           *When `yaml:"when,omitempty" doc:"Narrows the requests it may fire on: headers, a count per key, a window of time. The percentage applies to those it admits."`
 }
 
 // Rate is a bandwidth in bytes per second: 1 byte to 1 GiB.

@@ -64,6 +64,7 @@ func validateProxy(at string, p Proxy) []Violation {
 	}
 	vs = append(vs, validateFaults("", at, p.Latency)...)
 	vs = append(vs, validateAbort(at, p.Abort)...)
+	vs = append(vs, validateWhens(at, p.Faults())...)
 	return append(vs, validateMocks(at, p)...)
 }
 
@@ -138,6 +139,7 @@ func validateMocks(at string, p Proxy) []Violation {
 		if m.Proxy != nil {
 			vs = append(vs, validateFaults("V25", mat+".proxy", m.Proxy.Latency)...)
 			vs = append(vs, validateAbort(mat+".proxy", m.Proxy.Abort)...)
+			vs = append(vs, validateWhens(mat+".proxy", m.Proxy.Faults())...)
 		}
 	}
 	return vs

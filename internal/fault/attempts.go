@@ -77,3 +77,13 @@ func (a *Attempts) Next(id string) uint32 {
 	s.seen[key] = attempt{n: 1, num: num}
 	return 0
 }
+
+// Reset forgets every id: each starts again at its first attempt.
+func (a *Attempts) Reset() {
+	for i := range a.shards {
+		s := &a.shards[i]
+		s.mu.Lock()
+		s.seen, s.order = nil, nil
+		s.mu.Unlock()
+	}
+}

@@ -90,6 +90,9 @@ type Exchange interface {
 	Hang(d time.Duration)
 	// Context is the request's: done when the client leaves.
 	Context() context.Context
+	// Request is the request as the client sent it: what a fault's
+	// condition reads.
+	Request() *http.Request
 }
 
 // A Detailed fault says more of how it fired than its name: where an
@@ -115,6 +118,9 @@ type Set []Fault
 // answered, which stops the rest.
 func (s Set) Inject(r Roller, k Key, x Exchange) (answered bool) {
 	for _, f := range s {
+		if c, ok := f.(*conditioned); ok && !c.when.Admits(x.Request(), time.Now()) {
+			continue
+		}
 		roll, share := f.Roll()
 		k.Roll = roll
 		if !Fires(r, k, share) {

@@ -47,12 +47,13 @@ func register(k Kind) {
 	slices.SortStableFunc(kinds, func(a, b Kind) int { return a.Order - b.Order })
 }
 
-// Compile makes the faults of a proxy's settings, in roll order.
-func Compile(proxy config.Faults) Set {
+// Compile makes the faults of a proxy's settings, in roll order; their
+// conditions count in counters.
+func Compile(proxy config.Faults, counters *Counters) Set {
 	var s Set
 	for _, k := range kinds {
 		if f := k.Build(proxy, false); f != nil {
-			s = append(s, f)
+			s = append(s, condition(f, proxy.When(k.Name), "", k.Name, counters))
 		}
 	}
 	return s
@@ -60,20 +61,33 @@ func Compile(proxy config.Faults) Set {
 
 // CompileMock makes the faults that apply to the requests a mock answers:
 // of each kind, the mock's own (own is nil when the mock has no proxy
-// block); failing that, the proxy's for a kind that is inherited.
-func CompileMock(proxy config.Faults, own *config.Faults) Set {
+// block); failing that, the proxy's for a kind that is inherited, counted
+// as the proxy's.
+func CompileMock(proxy config.Faults, own *config.Faults, mock string, counters *Counters) Set {
 	var s Set
 	for _, k := range kinds {
 		var f Fault
 		if own != nil {
-			f = k.Build(*own, true)
+			if f = k.Build(*own, true); f != nil {
+				f = condition(f, own.When(k.Name), mock, k.Name, counters)
+			}
 		}
 		if f == nil && k.Inherited {
-			f = k.Build(proxy, false)
+			if f = k.Build(proxy, false); f != nil {
+				f = condition(f, proxy.When(k.Name), "", k.Name, counters)
+			}
 		}
 		if f != nil {
 			s = append(s, f)
 		}
 	}
 	return s
+}
+
+// condition puts f under w, if any.
+func condition(f Fault, w *config.When, mock, name string, counters *Counters) Fault {
+	if c := NewCondition(w, mock, name, counters); c != nil {
+		return &conditioned{Fault: f, when: c}
+	}
+	return f
 }

@@ -20,6 +20,7 @@ type recorder struct {
 	fired   []string
 	cut     bool
 	hung    time.Duration
+	req     *http.Request
 }
 
 func (r *recorder) Fired(name, _ string) { r.fired = append(r.fired, name) }
@@ -28,6 +29,7 @@ func (r *recorder) Hang(d time.Duration) { r.hung = d }
 func (r *recorder) Context() context.Context {
 	return context.Background()
 }
+func (r *recorder) Request() *http.Request { return r.req }
 
 func (r *recorder) Fail(status int, code apierr.Code, message string) {
 	r.code = code

@@ -78,6 +78,9 @@ func (ex *exchange) endWriters() {
 	}
 }
 
+// Request is the request as the client sent it.
+func (ex *exchange) Request() *http.Request { return ex.req }
+
 // Context is the request's.
 func (ex *exchange) Context() context.Context { return ex.req.Context() }
 

@@ -337,6 +337,10 @@ func (h *Handler) finish(ex *exchange) {
 // logRequest records a finished request: its one record feeds the
 // metrics, the request line and the journal.
 func (h *Handler) logRequest(ex *exchange) {
+	if p := ex.proxy; p != nil && p.Counted && p.Counters.Forgot() {
+		h.log.Warn("a fault condition's counters are full: the oldest keys are forgotten from now on",
+			"proxy", p.Name, "keys", fault.MaxCounterKeys)
+	}
 	h.metrics.ObserveProxy(&ex.rec)
 	h.log.LogRequest(&ex.rec)
 	if ex.journal == nil {

@@ -71,6 +71,12 @@ type Proxy struct {
 	// Attempts counts the request ids it has seen, for seeded rolls. It
 	// outlives a reload that leaves the proxy unchanged (Inherit).
 	Attempts *fault.Attempts
+	// Counters are its faults' conditions' counts (SPEC §17.3); like
+	// Attempts they outlive a reload that leaves the proxy unchanged.
+	Counters *fault.Counters
+	// Counted says some fault of the proxy or of its mocks keeps
+	// counters: only then is Counters asked whether it forgot a key.
+	Counted bool
 }
 
 // Mock is one compiled mock, with the faults that apply when it answers
@@ -151,9 +157,10 @@ func compileProxy(c *config.Proxy) (*Proxy, error) {
 		Authority: Authority(u.Scheme, u.Host),
 		Timeout:   time.Duration(c.Timeout) * time.Second,
 		Replace:   fault.Replace(*c.Replace),
-		Faults:    fault.Compile(c.Faults()),
 		Attempts:  fault.NewAttempts(),
+		Counters:  fault.NewCounters(),
 	}
+	p.Faults = fault.Compile(c.Faults(), p.Counters)
 	rev, err := config.ProxyRevision(c)
 	if err != nil {
 		return nil, err
@@ -174,7 +181,9 @@ func compileProxy(c *config.Proxy) (*Proxy, error) {
 			return nil, fmt.Errorf("proxy %s: %w", p.Name, err)
 		}
 		p.Mocks = append(p.Mocks, m)
+		p.Counted = p.Counted || m.Faults.Counts()
 	}
+	p.Counted = p.Counted || p.Faults.Counts()
 	return p, nil
 }
 
@@ -198,7 +207,7 @@ func compileMock(p *Proxy, c *config.Mock) (*Mock, error) {
 		f := o.Faults()
 		own = &f
 	}
-	m.Faults = fault.CompileMock(p.Config.Faults(), own)
+	m.Faults = fault.CompileMock(p.Config.Faults(), own, m.Name, p.Counters)
 	return m, nil
 }
 
@@ -248,6 +257,7 @@ func (rt *Runtime) Inherit(old *Runtime) {
 	for _, p := range rt.Proxies {
 		if o := before[p.Name]; o != nil && o.Revision == p.Revision {
 			p.Attempts = o.Attempts
+			p.Counters.Adopt(o.Counters)
 		}
 	}
 }

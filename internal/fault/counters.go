@@ -1,0 +1,154 @@
+package fault
+
+import (
+	"cmp"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MaxCounterKeys is how many counters a proxy keeps for its faults'
+// conditions (SPEC §17.3): past it, the oldest key is forgotten first.
+const MaxCounterKeys = 100_000
+
+// maxKeyText bounds what a counter keeps of its key (a header value) to
+// show; the count is still per whole value.
+const maxKeyText = 256
+
+const counterShards = 64
+
+// Counters are a proxy's counts for its faults' conditions, per (mock,
+// fault, key). They outlive a reload that leaves the proxy unchanged
+// (Adopt) and are emptied by Reset. Counting takes a shard's lock, never
+// one shared by all requests; every new key takes the next number of one
+// sequence, and a key MaxCounterKeys or more behind the latest is
+// forgotten, so the bound is exact.
+type Counters struct {
+	state atomic.Pointer[counterState]
+	// forgot says a key has been forgotten to make room since the last
+	// Forgot call said so; warned makes that once per state.
+	forgot atomic.Bool
+}
+
+type counterState struct {
+	seed   maphash.Seed
+	seq    atomic.Uint64
+	warned atomic.Bool
+	shards [counterShards]counterShard
+}
+
+type counterShard struct {
+	mu    sync.Mutex
+	seen  map[uint64]*counter // by the hash of scope and key
+	order []numberedKey
+	_     [24]byte
+}
+
+// Scope is the mock and fault a condition counts for.
+type Scope struct {
+	Mock, Fault string
+}
+
+type counter struct {
+	n     uint64
+	first time.Time
+	scope Scope
+	key   string
+	num   uint64
+}
+
+type numberedKey struct {
+	k   uint64
+	num uint64
+}
+
+// NewCounters makes empty counters.
+func NewCounters() *Counters {
+	c := &Counters{}
+	c.state.Store(newCounterState())
+	return c
+}
+
+func newCounterState() *counterState { return &counterState{seed: maphash.MakeSeed()} }
+
+// Adopt makes c count into old's counts from now on, as the proxy of a
+// runtime that replaces old's unchanged.
+func (c *Counters) Adopt(old *Counters) { c.state.Store(old.state.Load()) }
+
+// Reset forgets every count.
+func (c *Counters) Reset() { c.state.Store(newCounterState()) }
+
+// Forgot reports, once, that a key was forgotten to make room.
+func (c *Counters) Forgot() bool { return c.forgot.Load() && c.forgot.CompareAndSwap(true, false) }
+
+// Count counts one more request for key under scope, at now, and
+// returns how many there are (1 for the first) and when the first came.
+func (c *Counters) Count(scope *Scope, key string, now time.Time) (n uint64, first time.Time) {
+	st := c.state.Load()
+	var h maphash.Hash
+	h.SetSeed(st.seed)
+	_, _ = h.WriteString(scope.Mock)
+	_ = h.WriteByte(0)
+	_, _ = h.WriteString(scope.Fault)
+	_ = h.WriteByte(0)
+	_, _ = h.WriteString(key)
+	k := h.Sum64()
+	s := &st.shards[k%counterShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.seen[k]; ok && st.seq.Load()-e.num < MaxCounterKeys {
+		e.n++
+		return e.n, e.first
+	}
+	num := st.seq.Add(1)
+	drop := 0
+	for drop < len(s.order) && num-s.order[drop].num >= MaxCounterKeys {
+		if e := s.seen[s.order[drop].k]; e != nil && e.num == s.order[drop].num {
+			delete(s.seen, s.order[drop].k)
+		}
+		drop++
+	}
+	if num > MaxCounterKeys && !st.warned.Load() && st.warned.CompareAndSwap(false, true) {
+		c.forgot.Store(true)
+	}
+	s.order = append(s.order[drop:], numberedKey{k: k, num: num})
+	if s.seen == nil {
+		s.seen = make(map[uint64]*counter)
+	}
+	if len(key) > maxKeyText {
+		key = key[:maxKeyText]
+	}
+	s.seen[k] = &counter{n: 1, first: now, scope: *scope, key: key, num: num}
+	return 1, now
+}
+
+// A Count is one counter as listed.
+type Count struct {
+	Mock, Fault, Key string
+	N                uint64
+	FirstSeen        time.Time
+}
+
+// List is every counter kept, oldest first.
+func (c *Counters) List() []Count {
+	st := c.state.Load()
+	latest := st.seq.Load()
+	out := []Count{}
+	for i := range st.shards {
+		s := &st.shards[i]
+		s.mu.Lock()
+		for _, e := range s.seen {
+			if latest-e.num >= MaxCounterKeys {
+				continue
+			}
+			out = append(out, Count{Mock: e.scope.Mock, Fault: e.scope.Fault, Key: e.key, N: e.n, FirstSeen: e.first})
+		}
+		s.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b Count) int {
+		return cmp.Or(a.FirstSeen.Compare(b.FirstSeen), cmp.Compare(a.Mock, b.Mock), cmp.Compare(a.Fault, b.Fault), cmp.Compare(a.Key, b.Key))
+	})
+	return out
+}
