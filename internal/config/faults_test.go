@@ -81,3 +81,38 @@ func TestOldDocumentsKeepTheirRevision(t *testing.T) {
 		}
 	}
 }
+
+// TestWhenIsChecked: each mistake in a condition is refused at load with
+// its path and the fix.
+func TestWhenIsChecked(t *testing.T) {
+	for _, c := range []struct{ when, path, says string }{
+		{"{count: {first: 2, every: 3}}", "proxies[0].loss.when.count", "not first and every together; keep one, such as {first: 2}"},
+		{"{count: {every: 0}}", "proxies[0].loss.when.count.every", "every: 0 would never fire"},
+		{"{count: {}}", "proxies[0].loss.when.count", "needs one of first, every or after"},
+		{"{headers: {X-Client: '^(mobile'}}", "proxies[0].loss.when.headers", "not a valid regular expression"},
+		{"{per: {cookie: session}}", "proxies[0].loss.when.per", "cookie"},
+		{"{per: {client: mac}}", "proxies[0].loss.when.per.client", "the only kind is ip"},
+		{"{per: {header: X-Key, client: ip}}", "proxies[0].loss.when.per", "not both"},
+		{"{window: {from: 5}}", "proxies[0].loss.when.window.for", "required"},
+		{"{window: {from: -1, for: 3}}", "proxies[0].loss.when.window.from", "0 to 86400"},
+		{"{count: {first: -2}}", "proxies[0].loss.when.count.first", "0 to"},
+	} {
+		vs := violations(t, proxyDoc("loss: {percentage: 1, status: 503, when: "+c.when+"}"))
+		found := false
+		for _, v := range vs {
+			if strings.HasPrefix(v.Path, c.path) && strings.Contains(v.Message, c.says) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("when: %s: got %v, want at %s: ...%s...", c.when, vs, c.path, c.says)
+		}
+	}
+	d, err := Load([]byte(proxyDoc("abort: {percentage: 1, at: request, when: {headers: {X-A: '^b'}, count: {after: 3}, per: {client: ip}, window: {from: 1, for: 2.5}}}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := d.Proxies[0].Abort.When; w == nil || *w.Count.After != 3 || w.Per.Client != PerClientIP || float64(*w.Window.For) != 2.5 {
+		t.Errorf("loaded %+v", w)
+	}
+}

@@ -1,0 +1,74 @@
+package fault
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCountersCountEachKeyOnce: concurrent counting loses and doubles
+// nothing; scopes are apart; the newest MaxCounterKeys keys are kept.
+func TestCountersCountEachKeyOnce(t *testing.T) {
+	c := NewCounters()
+	loss, abort := &Scope{Fault: "loss"}, &Scope{Mock: "m", Fault: "loss"}
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Go(func() {
+			for i := range 500 {
+				c.Count(loss, fmt.Sprint("k", (i+g)%50), time.Now())
+			}
+		})
+	}
+	wg.Wait()
+	c.Count(abort, "k1", time.Now())
+	byKey := map[string]uint64{}
+	for _, n := range c.List() {
+		byKey[n.Mock+"/"+n.Key] = n.N
+	}
+	for k := range 50 {
+		if n := byKey[fmt.Sprint("/k", k)]; n != 32*10 {
+			t.Fatalf("k%d counted %d times, want %d", k, n, 32*10)
+		}
+	}
+	if byKey["m/k1"] != 1 {
+		t.Errorf("another scope shares the count: %d", byKey["m/k1"])
+	}
+	// A new runtime's counters adopt the old ones; a reset empties them.
+	next := NewCounters()
+	next.Adopt(c)
+	if n, _ := next.Count(loss, "k0", time.Now()); n != 321 {
+		t.Errorf("adopted: %d", n)
+	}
+	next.Reset()
+	if n, _ := next.Count(loss, "k0", time.Now()); n != 1 || len(next.List()) != 1 {
+		t.Errorf("after a reset: %d, %d kept", n, len(next.List()))
+	}
+}
+
+func TestCountersForgetTheOldestFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts 100,000 keys")
+	}
+	c := NewCounters()
+	s := &Scope{Fault: "loss"}
+	for i := range MaxCounterKeys {
+		c.Count(s, fmt.Sprint(i), time.Now())
+	}
+	if c.Forgot() {
+		t.Fatal("forgot before the bound")
+	}
+	c.Count(s, "one more", time.Now())
+	if !c.Forgot() || c.Forgot() {
+		t.Error("Forgot says so once")
+	}
+	if n, _ := c.Count(s, "0", time.Now()); n != 1 {
+		t.Errorf("the oldest key was kept: %d", n)
+	}
+	if n, _ := c.Count(s, fmt.Sprint(MaxCounterKeys-1), time.Now()); n != 2 {
+		t.Errorf("a newer key was forgotten: %d", n)
+	}
+	if got := len(c.List()); got != MaxCounterKeys {
+		t.Errorf("%d kept, want %d", got, MaxCounterKeys)
+	}
+}
