@@ -27,6 +27,7 @@ var exampleChecks = map[string]func(t *testing.T, root string){
 	"postgres.yaml":      checkPostgresExample,
 	"retry.yaml":         checkRetryExample,
 	"faults.yaml":        checkFaultsExample,
+	"retries.yaml":       checkRetriesExample,
 }
 
 // TestEveryExample validates every examples/*.yaml through the binary,
