@@ -88,12 +88,19 @@ func benchForwardDoppel(b *testing.B, journaled bool) {
 // and a header template, and write the answer.
 //
 //	go test ./internal/proxy -run '^$' -bench Mock -benchmem
-func BenchmarkMock(b *testing.B) { benchMock(b, false) }
+func BenchmarkMock(b *testing.B) { benchMock(b, false, "") }
 
 // BenchmarkJournalMock is BenchmarkMock with the journal on.
-func BenchmarkJournalMock(b *testing.B) { benchMock(b, true) }
+func BenchmarkJournalMock(b *testing.B) { benchMock(b, true, "") }
 
-func benchMock(b *testing.B, journaled bool) {
+// BenchmarkMockWhen is BenchmarkMock with a loss whose condition counts
+// every request per X-User (one key) and never fires: what counting
+// costs a request.
+func BenchmarkMockWhen(b *testing.B) {
+	benchMock(b, false, "    proxy: {loss: {percentage: 1.0, status: 503, when: {count: {after: 1000000000}, per: {header: X-User}}}}\n")
+}
+
+func benchMock(b *testing.B, journaled bool, mockProxy string) {
 	doc, err := config.Load([]byte(oneProxy("http://127.0.0.1:1", `mocks:
   - name: other
     request: {method: POST, url: "^/orders$"}
@@ -108,7 +115,7 @@ func benchMock(b *testing.B, journaled bool) {
       status: 200
       json: '{"id": {{ id }}, "name": "Product {{ id }}", "page": "{{ page | default("1") }}", "who": "{{ who }}"}'
       headers: {X-Served-By: "mock {{ mock_name }}"}
-`)))
+`+mockProxy)))
 	if err != nil {
 		b.Fatal(err)
 	}

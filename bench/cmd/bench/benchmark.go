@@ -41,6 +41,7 @@ func newBenchmark(cfg *config, fl *fleet) *benchmark {
 			add(&b.cases, fl.doppelNoJournal, path)
 			add(&b.cases, fl.doppel, path)
 		}
+		add(&b.cases, fl.doppelWhen, mockPath)
 		return b
 	}
 	// The journal-off Doppel runs right before the default one, on /small
@@ -51,7 +52,7 @@ func newBenchmark(cfg *config, fl *fleet) *benchmark {
 	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppel, fl.doppelInfo} {
 		add(&b.cases, s, "/large")
 	}
-	for _, s := range []*server{fl.doppelNoJournal, fl.doppel, fl.doppelInfo, fl.mountebank, fl.nginxRet} {
+	for _, s := range []*server{fl.doppelNoJournal, fl.doppel, fl.doppelWhen, fl.doppelInfo, fl.mountebank, fl.nginxRet} {
 		add(&b.cases, s, mockPath)
 	}
 	for _, s := range []*server{fl.upstream, fl.goproxy, fl.doppel, fl.doppelInfo} {
@@ -104,7 +105,7 @@ func (b *benchmark) plan(start time.Time) error {
 }
 
 func (b *benchmark) alive() error {
-	for _, s := range []*server{b.fl.upstream, b.fl.nginx, b.fl.goproxy, b.fl.toxiproxy, b.fl.doppel, b.fl.doppelNoJournal, b.fl.doppelInfo, b.fl.mountebank} {
+	for _, s := range []*server{b.fl.upstream, b.fl.nginx, b.fl.goproxy, b.fl.toxiproxy, b.fl.doppel, b.fl.doppelNoJournal, b.fl.doppelWhen, b.fl.doppelInfo, b.fl.mountebank} {
 		if s == nil {
 			continue // not started with -only doppel
 		}

@@ -231,6 +231,7 @@ func (b *benchmark) report(machine string, elapsed time.Duration) string {
 	}
 
 	b.journalReport(w, byKey)
+	b.whenReport(w, byKey)
 	if cfg.onlyDoppel() {
 		b.problemsReport(w)
 		return sb.String()
@@ -295,28 +296,48 @@ func (b *benchmark) problemsReport(w func(string, ...any)) {
 }
 
 // Budgets of the request journal: on (the defaults) against off, same
-// path, same round.
+// path, same round; and of a fault condition counting every request.
 const (
-	journalMaxRPSLoss = 5.0 // %
-	journalMaxCPU     = 3.0 // µs per request
+	journalMaxRPSLoss = 5.0  // %
+	journalMaxCPU     = 3.0  // µs per request
+	whenMaxRPSLoss    = 10.0 // %
 )
 
 // journalReport compares `doppel` (journal on, the defaults) with
-// `doppel-nojournal` (`journal: {size: 0}`), both at log level error. The
-// differences are medians over rounds of the per-round differences: the
-// two ran seconds apart, the off one first.
+// `doppel-nojournal` (`journal: {size: 0}`), both at log level error.
 func (b *benchmark) journalReport(w func(string, ...any), byKey map[caseKey]row) {
 	w("\n### The request journal (doppel at log level error: on, the defaults, vs `journal: {size: 0}`)\n\n")
-	w("| path | req/s off | req/s on | Δ req/s | CPU µs/req off | CPU µs/req on | Δ CPU µs/req | peak RSS MiB off / on | ≤ %.0f %% req/s | ≤ %.0f µs CPU |\n", journalMaxRPSLoss, journalMaxCPU)
-	w("|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	b.pairReport(w, byKey, "doppel-nojournal", "doppel", []string{"/small", mockPath}, journalMaxRPSLoss, journalMaxCPU)
+}
+
+// whenReport compares `doppel-when` (its mock's loss counts every request
+// under `when.count`, and never fires) with `doppel`, on the mock path.
+func (b *benchmark) whenReport(w func(string, ...any), byKey map[caseKey]row) {
+	if len(b.wrk[caseKey{"doppel-when", mockPath}]) == 0 {
+		return
+	}
+	w("\n### Fault conditions (doppel vs the same with `when: {count: {after: 1000000000}}` on the mock's loss: every request counted, one key)\n\n")
+	b.pairReport(w, byKey, "doppel", "doppel-when", []string{mockPath}, whenMaxRPSLoss, 0)
+}
+
+// pairReport compares target on with target off (run first, seconds
+// before it, in every round) on each path. The differences are medians
+// over rounds of the per-round differences. maxCPU 0: no CPU budget.
+func (b *benchmark) pairReport(w func(string, ...any), byKey map[caseKey]row, offName, onName string, paths []string, maxRPSLoss, maxCPU float64) {
+	cpuBudget := ""
+	if maxCPU > 0 {
+		cpuBudget = fmt.Sprintf(" ≤ %.0f µs CPU |", maxCPU)
+	}
+	w("| path | req/s off | req/s on | Δ req/s | CPU µs/req off | CPU µs/req on | Δ CPU µs/req | peak RSS MiB off / on | ≤ %.0f %% req/s |%s\n", maxRPSLoss, cpuBudget)
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---|%s\n", map[bool]string{true: "---|", false: ""}[maxCPU > 0])
 	verdict := func(ok bool) string {
 		if ok {
 			return "**met**"
 		}
 		return "**missed**"
 	}
-	for _, path := range []string{"/small", mockPath} {
-		off, on := b.wrk[caseKey{"doppel-nojournal", path}], b.wrk[caseKey{"doppel", path}]
+	for _, path := range paths {
+		off, on := b.wrk[caseKey{offName, path}], b.wrk[caseKey{onName, path}]
 		if len(off) == 0 || len(on) == 0 {
 			continue
 		}
@@ -327,18 +348,22 @@ func (b *benchmark) journalReport(w func(string, ...any), byKey map[caseKey]row)
 			}
 			dCPU = append(dCPU, on[i].CPUPerReq-off[i].CPUPerReq)
 		}
-		rOff, rOn := byKey[caseKey{"doppel-nojournal", path}], byKey[caseKey{"doppel", path}]
+		rOff, rOn := byKey[caseKey{offName, path}], byKey[caseKey{onName, path}]
 		dr, dc := median(dRPS), median(dCPU)
 		shown := path
 		if path == mockPath {
 			shown = "/mock/{id}"
 		}
-		w("| %s | %.0f | %.0f | %+.1f %% | %.1f | %.1f | %+.1f | %.1f / %.1f | %s | %s |\n", shown, rOff.rps, rOn.rps, dr, rOff.cpu, rOn.cpu, dc, rOff.rss, rOn.rss,
-			verdict(dr >= -journalMaxRPSLoss), verdict(dc <= journalMaxCPU))
+		cpuVerdict := ""
+		if maxCPU > 0 {
+			cpuVerdict = " " + verdict(dc <= maxCPU) + " |"
+		}
+		w("| %s | %.0f | %.0f | %+.1f %% | %.1f | %.1f | %+.1f | %.1f / %.1f | %s |%s\n", shown, rOff.rps, rOn.rps, dr, rOff.cpu, rOn.cpu, dc, rOff.rss, rOn.rss,
+			verdict(dr >= -maxRPSLoss), cpuVerdict)
 	}
 	w("\nΔ are medians over rounds of the per-round differences (on − off; the off run goes first, seconds before the on one). Per round, Δ req/s: ")
-	for _, path := range []string{"/small", mockPath} {
-		off, on := b.wrk[caseKey{"doppel-nojournal", path}], b.wrk[caseKey{"doppel", path}]
+	for _, path := range paths {
+		off, on := b.wrk[caseKey{offName, path}], b.wrk[caseKey{onName, path}]
 		var parts []string
 		for i := range min(len(off), len(on)) {
 			parts = append(parts, fmt.Sprintf("%+.1f %% / %+.1f µs", (on[i].RPS/off[i].RPS-1)*100, on[i].CPUPerReq-off[i].CPUPerReq))

@@ -26,6 +26,9 @@ type fleet struct {
 	// doppelNoJournal is doppel (log level error) with `journal: {size: 0}`:
 	// what the request journal, on by default, costs.
 	doppelNoJournal *server
+	// doppelWhen is doppel with a condition counting every request the
+	// mock answers (whenMock): what counting costs.
+	doppelWhen *server
 	doppelIdleRSS   int64
 }
 
@@ -38,16 +41,21 @@ const (
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
+// whenMock is the mock's proxy block of doppel-when: a loss whose
+// condition counts every request, proxy-wide, and never admits one.
+const whenMock = "        proxy: {loss: {percentage: 1.0, status: 503, when: {count: {after: 1000000000}}}}\n"
+
 func base(port int) string { return "http://" + addr(port) }
 
 // startAll starts every server, waits for it and checks one answer from it.
 func startAll(ctx context.Context, cfg *config, sup *supervisor, tmp string) (*fleet, error) {
-	ports, err := freePorts(14)
+	ports, err := freePorts(16)
 	if err != nil {
 		return nil, err
 	}
 	pUp, pNginx, pNginxRet, pGo, pToxAPI, pToxi, pD, pDA, pDI, pDIA, pMB, pMBImp := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[9], ports[10], ports[11]
 	pDN, pDNA := ports[12], ports[13]
+	pDW, pDWA := ports[14], ports[15]
 	logf := func(name string) string { return filepath.Join(tmp, name+".log") }
 	f := &fleet{}
 	step := func(what string) { fmt.Fprintf(os.Stderr, "bench: starting %s\n", what) }
@@ -66,7 +74,7 @@ func startAll(ctx context.Context, cfg *config, sup *supervisor, tmp string) (*f
 	// Doppel three times: logging at error, the same with the journal off,
 	// and the default (info, JSON lines) with its stdout going to /dev/null.
 	// With -only doppel, only the first two.
-	startDoppel := func(name string, port, adminPort int, quiet bool, extra string) (*server, error) {
+	startDoppel := func(name string, port, adminPort int, quiet bool, extra, mockExtra string) (*server, error) {
 		dir := filepath.Join(tmp, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -88,7 +96,7 @@ proxies:
       - name: item
         request: {method: GET, url: "^/mock/(?P<id>[0-9]+)$"}
         response: {status: 200, json: '{"id": {{ id }}, "name": "item {{ id }}"}'}
-`, port, adminPort, logging, extra, dir, filepath.Join(dir, "doppel.sock"), base(pUp))
+%s`, port, adminPort, logging, extra, dir, filepath.Join(dir, "doppel.sock"), base(pUp), mockExtra)
 		cfgPath := filepath.Join(dir, "main.yaml")
 		if err := os.WriteFile(cfgPath, []byte(doc), 0o644); err != nil {
 			return nil, err
@@ -111,17 +119,21 @@ proxies:
 	}
 	startDoppels := func() error {
 		var err error
-		if f.doppel, err = startDoppel("doppel", pD, pDA, true, ""); err != nil {
+		if f.doppel, err = startDoppel("doppel", pD, pDA, true, "", ""); err != nil {
 			return err
 		}
 		f.doppelIdleRSS = rssOf([]int{f.doppel.proc.pid})
-		if f.doppelNoJournal, err = startDoppel("doppel-nojournal", pDN, pDNA, true, "journal: {size: 0}\n"); err != nil {
+		if f.doppelNoJournal, err = startDoppel("doppel-nojournal", pDN, pDNA, true, "journal: {size: 0}\n", ""); err != nil {
+			return err
+		}
+		// The mock's loss counts every request and never fires.
+		if f.doppelWhen, err = startDoppel("doppel-when", pDW, pDWA, true, "", whenMock); err != nil {
 			return err
 		}
 		if cfg.onlyDoppel() {
 			return nil
 		}
-		f.doppelInfo, err = startDoppel("doppel-info", pDI, pDIA, false, "")
+		f.doppelInfo, err = startDoppel("doppel-info", pDI, pDIA, false, "", "")
 		return err
 	}
 	if cfg.onlyDoppel() {
