@@ -28,8 +28,8 @@ type fleet struct {
 	doppelNoJournal *server
 	// doppelWhen is doppel with a condition counting every request the
 	// mock answers (whenMock): what counting costs.
-	doppelWhen *server
-	doppelIdleRSS   int64
+	doppelWhen    *server
+	doppelIdleRSS int64
 }
 
 const (
