@@ -686,6 +686,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("fault cards", func(t *testing.T) {
+		testFaultCards(t, b, base)
+	})
+
 	// The list remembers each proxy's revision: a delete after someone
 	// else changed it is refused, and nothing goes.
 	t.Run("stale delete is refused", func(t *testing.T) {

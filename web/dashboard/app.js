@@ -1,6 +1,7 @@
 // The dashboard: a client of the admin API with the same token rules.
 // Routes: '' (the proxies), 'new', 'proxies/<name>', 'requests', 'status'.
 import { access, call, forgetToken, keepToken, refusal, root, token, tokenExpiry, whenUnauthorized } from './api.js';
+import { FAULTS, sizeText } from './faults.js';
 import { el } from './form.js';
 import { proxyPage } from './proxy.js';
 import { requestsPage } from './requests.js';
@@ -289,15 +290,26 @@ function percent(x) {
   return Math.round(x * 1000) / 10 + '%';
 }
 
+// faults names what is on, in the order a request rolls them.
 function faults(p) {
+  const on = (f) => f && f.percentage > 0;
   const out = [];
-  if (p.loss && p.loss.percentage > 0) {
+  if (on(p.loss)) {
     out.push('loss ' + percent(p.loss.percentage) + ' → ' + p.loss.status);
   }
-  if (p.latency && p.latency.percentage > 0) {
+  if (on(p.abort)) {
+    out.push('abort ' + percent(p.abort.percentage) + ' at ' + p.abort.at);
+  }
+  if (on(p.hang)) {
+    out.push('hang ' + percent(p.hang.percentage) + ' ' + p.hang.seconds + ' s');
+  }
+  if (on(p.bandwidth)) {
+    out.push('bandwidth ' + percent(p.bandwidth.percentage) + ' ' + sizeText(p.bandwidth.bytes_per_second) + '/s');
+  }
+  if (on(p.latency)) {
     out.push('latency ' + percent(p.latency.percentage) + ' ' + p.latency.min + '–' + p.latency.max + ' s');
   }
-  const mocked = (p.mocks || []).filter((m) => m.proxy && ((m.proxy.loss && m.proxy.loss.percentage > 0) || (m.proxy.latency && m.proxy.latency.percentage > 0))).length;
+  const mocked = (p.mocks || []).filter((m) => m.proxy && FAULTS.some((k) => on(m.proxy[k]))).length;
   if (mocked) {
     out.push(mocked === 1 ? '1 mock with its own' : mocked + ' mocks with their own');
   }

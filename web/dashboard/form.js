@@ -36,8 +36,13 @@ let uid = 0;
 const nextId = () => 'f' + (++uid);
 
 export class SchemaForm {
-  constructor(schema) {
+  // custom maps a definition's name to a builder that draws it instead
+  // of the generic one: (form, node, value, label, required, path) →
+  // {el, get, check, mark}, the contract of build. The proxy page draws
+  // a mock's fault block (MockOverride) as fault cards this way.
+  constructor(schema, custom = {}) {
     this.defs = schema.$defs || {};
+    this.custom = custom;
   }
 
   // resolve follows $ref, keeping the referring node's description and
@@ -117,6 +122,11 @@ export class SchemaForm {
     return '';
   }
 
+  // order is the order the form shows an object's properties in.
+  order(s) {
+    return orderProperties(s, (n) => this.resolve(n));
+  }
+
   // unknown lists, by path, what in value the form has no field for:
   // keys the schema does not name, and a group or a list given as
   // something else. The form would drop them.
@@ -151,6 +161,9 @@ export class SchemaForm {
   // field. Editing the field clears the message.
   build(node, value, label, required, path) {
     const s = this.resolve(node);
+    if (s.ref && Object.hasOwn(this.custom, s.ref)) {
+      return this.custom[s.ref](this, s, value, label, required, path);
+    }
     if (s.type === 'object' && s.properties) {
       return this.objectField(s, value, label, required, path);
     }
@@ -231,7 +244,7 @@ export class SchemaForm {
     const present = value !== undefined && value !== null;
     const fields = [];
     const body = el('div', { class: 'nested' });
-    const names = orderProperties(s, (n) => this.resolve(n));
+    const names = this.order(s);
     for (const name of names) {
       const f = this.build(s.properties[name], present ? value[name] : undefined, name, (s.required || []).includes(name), path ? path + '.' + name : name);
       fields.push([name, f]);

@@ -1,6 +1,9 @@
 // The proxy page: the whole proxy document as a form or as YAML, saved
-// with the revision it was loaded at.
+// with the revision it was loaded at. The form leads with what a tester
+// changes: a card per fault, then the mocks; the rest of the document is
+// folded under Advanced.
 import { call, refusal } from './api.js';
+import { FAULTS, faultCard, mockFaults, shareField } from './faults.js';
 import { SchemaForm, el } from './form.js';
 import { JSON_SCHEMA, dump as toYAML, load } from './js-yaml.js';
 
@@ -17,6 +20,93 @@ function violationOf(line) {
   const i = line.indexOf(': ');
   const path = i > 0 && !/\s/.test(line.slice(0, i)) ? line.slice(0, i) : '';
   return { line, path, text: path ? line.slice(i + 2).replace(/ \(line [0-9]+\)$/, '') : line };
+}
+
+// What a new proxy's page shows first, before the faults: it cannot be
+// created without them. An existing proxy keeps them under Advanced.
+const identity = ['name', 'type', 'url'];
+// The mocks' section: the share of matches a mock answers, and the mocks.
+const mocking = ['replace', 'mocks'];
+
+// reveal opens every fold around e, so that it can be seen and focused.
+function reveal(e) {
+  for (let d = e.closest('details'); d; d = d.parentElement.closest('details')) {
+    d.open = true;
+  }
+}
+
+// withoutCredentials is an upstream address as the page shows it.
+function withoutCredentials(url) {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.href;
+  } catch {
+    return String(url || '');
+  }
+}
+
+// proxyForm is the proxy document as sections: the fault cards, the
+// mocks, and Advanced (a fold, open when opts.advanced). It has the
+// contract of a SchemaForm field over the whole document; get() puts the
+// keys in the order the generic form did, so the YAML reads the same.
+function proxyForm(forms, doc, opts) {
+  const s = forms.resolve({ $ref: '#/$defs/Proxy' });
+  const props = s.properties;
+  const required = s.required || [];
+  const order = forms.order(s);
+  const fields = new Map();
+  const build = (name) => {
+    const f = name === 'replace'
+      ? shareField(forms, props[name], doc[name], name, name, '% of matching requests', '100')
+      : forms.build(props[name], doc[name], name, required.includes(name), name);
+    fields.set(name, f);
+    return f.el;
+  };
+  const cards = FAULTS.filter((k) => props[k]).map((k) => {
+    const c = faultCard(forms, k, props[k], doc[k], k);
+    fields.set(k, c);
+    return c.el;
+  });
+  const first = opts.creating ? identity.filter((k) => props[k]) : [];
+  const mocks = mocking.filter((k) => props[k]);
+  const rest = order.filter((k) => !first.includes(k) && !FAULTS.includes(k) && !mocks.includes(k));
+  const section = (id, title, ...children) => el('section', { class: 'panel section', id, 'aria-labelledby': id + '-title' },
+    el('h2', { id: id + '-title', text: title }), ...children);
+  const mockEls = mocks.map(build);
+  for (const e of mockEls) {
+    e.classList.add('bare');
+  }
+  const advanced = el('details', { class: 'panel section advanced', id: 'advanced', open: !!opts.advanced },
+    el('summary', {}, el('span', { class: 'summary-title', text: 'Advanced' }), el('span', { class: 'muted', text: rest.join(', ') })),
+    el('div', { class: 'advanced-body' }, rest.map(build)));
+  advanced.addEventListener('toggle', () => opts.onToggle(advanced.open));
+  const root = el('div', { class: 'proxy-form' },
+    first.length ? section('identity', 'Proxy', first.map(build)) : null,
+    section('faults', 'Faults',
+      el('p', { class: 'hint muted', text: 'Each request rolls the faults that are on, in this order. Loss, an abort at request and a hang stand in for the answer and stop the rest. ' +
+        'A request a mock answers meets the mock\'s own faults instead; a mock\'s latency replaces this one.' }),
+      el('div', { class: 'faults' }, cards)),
+    section('mocks', 'Mocks', mockEls),
+    advanced);
+  const get = () => {
+    const out = {};
+    for (const k of order) {
+      const v = fields.has(k) ? fields.get(k).get() : undefined;
+      if (v !== undefined) {
+        out[k] = v;
+      }
+    }
+    return out;
+  };
+  const check = () => [...fields.values()].reduce((n, f) => n + f.check(), 0);
+  const mark = (path, message) => {
+    const m = /^([^.[]+)\.?(.*)$/.exec(path);
+    const f = m && fields.get(m[1]);
+    return f ? f.mark(path.slice(m[1].length).replace(/^\./, ''), message) : null;
+  };
+  return { el: root, get, check, mark };
 }
 
 // A new proxy starts from the defaults the server would fill in.
@@ -40,9 +130,10 @@ export async function proxyPage(app, name, signal) {
   let current = name;
   let revision = creating ? '' : loaded.data.revision;
   let doc = creating ? structuredClone(blank) : loaded.data.proxy;
-  const forms = new SchemaForm(schema);
+  const forms = new SchemaForm(schema, { MockOverride: mockFaults });
   let field = null;
   let yamlMode = false;
+  let advancedOpen = false; // kept while the form is drawn again
 
   const saveRefused = refusal(app.report, creating ? 'create' : 'update', current);
   const deleteRefused = creating ? 'Not created yet' : refusal(app.report, 'delete', current);
@@ -54,6 +145,7 @@ export async function proxyPage(app, name, signal) {
   const saveButton = el('button', { type: 'button', id: 'save', class: 'primary', text: creating ? 'Create' : 'Save', disabled: !!saveRefused, title: saveRefused || undefined });
   const banner = el('div', { id: 'banner', hidden: true });
   const revisionLine = el('p', { class: 'muted', id: 'revision' });
+  const upstreamLine = el('p', { class: 'muted', id: 'upstream' });
   const holder = el('fieldset', { class: 'plain', disabled: !!saveRefused });
   const yamlArea = el('textarea', { class: 'yaml', id: 'yaml', spellcheck: 'false', readonly: !!saveRefused, 'aria-label': 'The proxy document as YAML' });
 
@@ -66,8 +158,17 @@ export async function proxyPage(app, name, signal) {
       revisionLine.append(' Read-only: ' + saveRefused + '.');
     }
   };
+  const showUpstream = () => {
+    upstreamLine.hidden = creating || yamlMode;
+    if (!creating) {
+      const chosen = doc.resolve && doc.resolve.type === 'header'
+        ? ['for requests sending ', el('code', { text: doc.resolve.header + ': ' + doc.name })]
+        : ['as the default proxy'];
+      upstreamLine.replaceChildren('Forwards to ', el('code', { text: withoutCredentials(doc.url) }), ' ', ...chosen, '; name, upstream and resolution are under Advanced.');
+    }
+  };
   const showForm = () => {
-    field = forms.build({ $ref: '#/$defs/Proxy' }, doc, '', true, '');
+    field = proxyForm(forms, doc, { creating, advanced: advancedOpen, onToggle: (open) => { advancedOpen = open; } });
     holder.replaceChildren(field.el);
   };
   const clearBanner = () => {
@@ -145,6 +246,7 @@ export async function proxyPage(app, name, signal) {
     }
     const summary = 'Doppel refused the document: ' + (placed === 1 ? 'one field needs' : placed + ' fields need') + ' fixing, see beside ' + (placed === 1 ? 'it' : 'them') + (others.length ? '; and:' : '.');
     showBanner('error', summary, others);
+    reveal(first);
     first.focus({ preventScroll: true });
     first.scrollIntoView({ block: 'center' });
   };
@@ -170,6 +272,7 @@ export async function proxyPage(app, name, signal) {
       showBanner('error', problems === 1 ? 'One field needs fixing before saving.' : problems + ' fields need fixing before saving.');
       const first = holder.querySelector('[aria-invalid="true"]');
       if (first) {
+        reveal(first);
         first.focus();
       }
       return null;
@@ -200,6 +303,8 @@ export async function proxyPage(app, name, signal) {
       yamlMode = false;
     }
     holder.hidden = yamlMode;
+    upstreamLine.hidden = yamlMode || creating;
+    yamlPanel.hidden = !yamlMode;
     yamlArea.hidden = !yamlMode;
     modeButton.textContent = yamlMode ? 'Edit as form' : 'Edit as YAML';
   });
@@ -245,6 +350,7 @@ export async function proxyPage(app, name, signal) {
         showForm();
       }
       showRevision();
+      showUpstream();
     } catch (e) {
       if (signal.aborted) {
         app.toast('Not saved: ' + e.message, true);
@@ -271,12 +377,16 @@ export async function proxyPage(app, name, signal) {
   });
 
   yamlArea.hidden = true;
+  const yamlPanel = el('div', { class: 'panel', hidden: true }, yamlArea);
   showRevision();
+  showUpstream();
   showForm();
   app.main.replaceChildren(
     el('div', { class: 'head' }, title, modeButton, deleteButton, saveButton),
     banner,
     revisionLine,
-    el('div', { class: 'panel' }, holder, yamlArea),
+    upstreamLine,
+    holder,
+    yamlPanel,
   );
 }
