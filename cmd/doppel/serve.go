@@ -26,6 +26,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/proxy"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/doppelproxy/doppel/internal/session"
 	"github.com/doppelproxy/doppel/internal/store"
 	"github.com/doppelproxy/doppel/internal/store/file"
 	"github.com/doppelproxy/doppel/internal/store/postgres"
@@ -117,6 +118,17 @@ func newJournal(ctl *change.Controller) *journal.Journal {
 	jr := journal.New(ctl.Runtime().Document)
 	ctl.OnSwap(func(_, next *runtime.Runtime) { jr.Configure(next.Document) })
 	return jr
+}
+
+// newSessions makes the live sessions, compiled again whenever the
+// configuration changes and ended at their expiry until stop is called.
+func newSessions(ctl *change.Controller, logger *telemetry.Logger) (reg *session.Registry, stop func()) {
+	reg = session.New(ctl.Runtime(), logger.Logger)
+	ctl.OnSwap(func(_, next *runtime.Runtime) { reg.Recompile(next) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); reg.Run(ctx) }()
+	return reg, func() { cancel(); <-done }
 }
 
 // publishMocks republishes doppel_proxy_mocks for the runtime now in force;
@@ -251,6 +263,8 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	ctl := change.New(holder, st, logger)
 	metrics := newMetrics(doc, ctl)
 	jr := newJournal(ctl)
+	sessions, stopSessions := newSessions(ctl, logger)
+	defer stopSessions()
 
 	stopFollowing, err := followStore(ctl, st, opts.Kind == store.KindPostgres || f.watch)
 	if err != nil {
@@ -270,7 +284,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
-	proxies, err := listenProxy(f, doc, holder, envTokens, logger, metrics, reporter, jr)
+	proxies, err := listenProxy(f, doc, holder, envTokens, logger, metrics, reporter, jr, sessions)
 	if err != nil {
 		return err
 	}
@@ -279,6 +293,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		api := admin.New(ctl, envTokens, logger, jr)
 		api.Seeded = f.seed != ""
 		api.Metrics = metrics.Handler()
+		api.Sessions = sessions
 		if admins, err = listenAdmin(f, doc, api, metrics, logger); err != nil {
 			_ = proxies.ln.Close()
 			return err
@@ -415,7 +430,7 @@ func openStore(opts store.Options, doc *config.Document, pg *postgres.Store) (st
 
 // listenProxy binds the proxy listener and builds its server.
 func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder, envTokens []admin.Token,
-	logger *telemetry.Logger, metrics *telemetry.Metrics, reporter *telemetry.Reporter, jr *journal.Journal) (listening, error) {
+	logger *telemetry.Logger, metrics *telemetry.Metrics, reporter *telemetry.Reporter, jr *journal.Journal, sessions *session.Registry) (listening, error) {
 	addr := cmp.Or(f.proxyAddr, net.JoinHostPort(doc.Server.Host.String(), strconv.Itoa(int(doc.Server.Port))))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -443,6 +458,7 @@ func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder, en
 			// The document's tokens are the runtime's, current after a reload.
 			AdminTokens: tokenDigests(envTokens),
 			Journal:     jr,
+			Sessions:    sessions,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,

@@ -45,6 +45,7 @@ const (
 	proxyUpdateBody          // {"revision", "proxy"}, or a bare proxy with If-Match
 	rawBody                  // a file's bytes, as they are
 	verifyBody               // a journal verification
+	sessionBodyKind          // a session: {"ttl", "proxies": {...}}
 )
 
 // reply is one answer that is not an error.
@@ -68,6 +69,7 @@ const (
 	tagTemplates = "templates"
 	tagConfig    = "configuration"
 	tagJournal   = "journal"
+	tagSessions  = "sessions"
 	tagDocs      = "documentation"
 	tagDashboard = "dashboard"
 )
@@ -77,6 +79,7 @@ var tags = []struct{ name, about string }{
 	{tagTemplates, "The files a proxy's mocks name in `response.template`."},
 	{tagConfig, "The running configuration as a whole, and what the caller may do."},
 	{tagJournal, "The requests the proxy listener handled, kept in memory (`journal.size`), and verification of what a client did."},
+	{tagSessions, "Overlays of mocks and faults in force only for requests carrying their id: parallel suites share one Doppel, each with its own faults."},
 	{tagDocs, "This document and a browser UI over it. Outside `/api/`; no token needed."},
 	{tagDashboard, "The browser dashboard, a client of the API above with the same token rules. Absent with `admin.dashboard: false`."},
 }
@@ -114,6 +117,9 @@ var queryParams = map[string]map[string]any{
 var pathParams = map[string]func() map[string]any{
 	"name": func() map[string]any {
 		return map[string]any{"description": "The proxy's name.", "schema": ref("ProxyName")}
+	},
+	"id": func() map[string]any {
+		return map[string]any{"description": "The session's id.", "schema": ref("SessionID")}
 	},
 	"file": func() map[string]any {
 		return map[string]any{"description": "The template file's name; checked after percent-decoding.", "schema": ref("TemplateName")}
@@ -293,6 +299,14 @@ func requestBody(kind bodyKind) map[string]any {
 				"same_header": "Idempotency-Key",
 			},
 		}}}
+	case sessionBodyKind:
+		return map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
+			"schema": ref("Session"), "example": map[string]any{
+				"ttl": 300, "proxies": map[string]any{"billing-api": map[string]any{
+					"loss": map[string]any{"percentage": 1.0, "status": 503, "when": map[string]any{"count": map[string]any{"first": 2}, "per": map[string]any{"header": "Idempotency-Key"}}},
+				}},
+			},
+		}}}
 	case rawBody:
 		return map[string]any{"required": true, "content": map[string]any{"application/octet-stream": map[string]any{
 			"schema": map[string]any{"type": "string", "contentMediaType": "application/octet-stream"},
@@ -386,6 +400,17 @@ func configSchemas() map[string]any {
 	}
 	if err := json.Unmarshal(config.Schema(), &root); err != nil {
 		panic(err) // config.Schema is JSON by construction
+	}
+	var sessions struct {
+		Defs map[string]any `json:"$defs"`
+	}
+	if err := json.Unmarshal(config.SessionSchemaDefs(), &sessions); err != nil {
+		panic(err)
+	}
+	for k, v := range sessions.Defs {
+		if _, ok := root.Defs[k]; !ok {
+			root.Defs[k] = v
+		}
 	}
 	rewriteRefs(root.Defs)
 	return root.Defs
@@ -548,6 +573,23 @@ func answerSchemas() map[string]any {
 			"matched":  withDescription(count, "How many entries match."),
 			"gaps_ms":  map[string]any{"type": "array", "items": map[string]any{"type": "number"}},
 			"requests": map[string]any{"type": "array", "items": ref("RequestEntry"), "description": "The matched entries, oldest first."},
+		}),
+		"SessionInfo": object([]string{"id", "expires_at", "revision", "ttl", "proxies"}, map[string]any{
+			"id":         ref("SessionID"),
+			"expires_at": map[string]any{"type": "string", "format": "date-time"},
+			"revision":   ref("Revision"),
+			"ttl":        ref("SessionTTL"),
+			"proxies":    map[string]any{"type": "array", "items": ref("ProxyName"), "description": "The proxies it lays over."},
+		}),
+		"SessionList": object([]string{"sessions"}, map[string]any{
+			"sessions": map[string]any{"type": "array", "items": ref("SessionInfo")},
+		}),
+		"SessionRead": object([]string{"id", "expires_at", "revision", "ttl", "proxies"}, map[string]any{
+			"id":         ref("SessionID"),
+			"expires_at": map[string]any{"type": "string", "format": "date-time"},
+			"revision":   ref("Revision"),
+			"ttl":        ref("SessionTTL"),
+			"proxies":    map[string]any{"type": "object", "additionalProperties": ref("SessionProxy"), "description": "What it lays over each proxy, as written."},
 		}),
 		"VerifyResult": object([]string{"matched", "gaps_ms"}, map[string]any{
 			"matched": withDescription(count, "How many entries match."),

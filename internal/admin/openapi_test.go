@@ -74,7 +74,7 @@ func TestDocumentAndRoutesAgree(t *testing.T) {
 	// Every documented operation is served: a real request reaches its
 	// handler (never the mux's 404 or 405) and answers a status the
 	// document lists for it.
-	sample := map[string]string{"name": "zeta", "file": "answer.json.j2", "asset": "swagger-ui.css", "resource": "app.js"}
+	sample := map[string]string{"name": "zeta", "id": "s-1", "file": "answer.json.j2", "asset": "swagger-ui.css", "resource": "app.js"}
 	param := regexp.MustCompile(`\{([a-z]+)\}`)
 	for path := range doc["paths"].(map[string]any) {
 		concrete := param.ReplaceAllStringFunc(path, func(m string) string { return sample[m[1:len(m)-1]] })
@@ -133,7 +133,7 @@ func TestDocumentAndRoutesAgree(t *testing.T) {
 // to what its handler asks: a token granted only that action may call it,
 // and no other route that needs an action.
 func TestDocumentedActionsAreEnforced(t *testing.T) {
-	sample := map[string]string{"name": "nowhere", "file": "answer.json.j2", "asset": "swagger-ui.css", "resource": "app.js"}
+	sample := map[string]string{"name": "nowhere", "id": "s-1", "file": "answer.json.j2", "asset": "swagger-ui.css", "resource": "app.js"}
 	param := regexp.MustCompile(`\{([a-z]+)\}`)
 	for _, act := range actions {
 		doc := strings.Replace(baseDoc, "    list: [admin, user]\n    read: [admin, user]\n", "    "+string(act)+": [user]\n", 1)
@@ -234,6 +234,11 @@ var publishedOperationIDs = map[string]string{
 	"GET /api/v1/proxies/{name}":                     "readProxy",
 	"PUT /api/v1/proxies/{name}":                     "updateProxy",
 	"DELETE /api/v1/proxies/{name}":                  "deleteProxy",
+	"GET /api/v1/sessions":                           "listSessions",
+	"POST /api/v1/sessions":                          "createSession",
+	"GET /api/v1/sessions/{id}":                      "readSession",
+	"PUT /api/v1/sessions/{id}":                      "updateSession",
+	"DELETE /api/v1/sessions/{id}":                   "deleteSession",
 	"GET /api/v1/proxies/{name}/counters":            "listCounters",
 	"DELETE /api/v1/proxies/{name}/counters":         "resetCounters",
 	"GET /api/v1/proxies/{name}/templates":           "listTemplates",

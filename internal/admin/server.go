@@ -16,6 +16,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/journal"
+	"github.com/doppelproxy/doppel/internal/session"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 )
 
@@ -26,6 +27,9 @@ type Server struct {
 	Seeded bool
 	// Metrics serves GET /metrics; 404 when nil.
 	Metrics http.Handler
+	// Sessions are the live sessions the session endpoints write; a
+	// registry of the API's own when left nil.
+	Sessions *session.Registry
 
 	ctl     *change.Controller
 	journal *journal.Journal
@@ -47,6 +51,7 @@ func New(ctl *change.Controller, env []Token, log *telemetry.Logger, j *journal.
 		log = telemetry.Nop()
 	}
 	s := &Server{ctl: ctl, journal: j, env: env, log: log, started: time.Now()}
+	s.Sessions = session.New(ctl.Runtime(), log.Logger)
 	a := ctl.Runtime().Document.Admin
 	s.dashboard = a.Dashboard == nil || *a.Dashboard
 	s.title = string(a.Title)
@@ -157,6 +162,36 @@ func (s *Server) routeTable() []route {
 			tag: tagTemplates, summary: "Delete a template file", action: ActUpload,
 			ok:    []reply{{status: 204, means: "deleted"}},
 			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.StoreError},
+		}},
+		{"GET", "/api/v1/sessions", s.listSessions, api{operationID: "listSessions",
+			tag: tagSessions, summary: "List the live sessions", action: ActList,
+			about: "Those whose every proxy the caller may read, soonest to expire first.",
+			ok:    []reply{{status: 200, means: "the sessions, `[]` when none", schema: "SessionList"}},
+		}},
+		{"POST", "/api/v1/sessions", s.createSession, api{operationID: "createSession",
+			tag: tagSessions, summary: "Create a session", action: ActUpdate, body: sessionBodyKind,
+			about: "An overlay of mocks and faults on some proxies, in force only for requests carrying its id in the session header " +
+				"(`server.session_header`, default `X-Doppel-Session`). Needs `update` on every proxy it names, decided before anything else; " +
+				"a proxy that does not exist is then `400` at `proxies.<name>`. At most 1,000 live; ends by itself after `ttl` seconds.",
+			ok:    []reply{{status: 201, means: "in force", schema: "SessionInfo", headers: []string{"Location", "ETag"}}},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.Conflict, apierr.UploadTooLarge},
+		}},
+		{"GET", "/api/v1/sessions/{id}", s.readSession, api{operationID: "readSession",
+			tag: tagSessions, summary: "Read a session", action: ActRead,
+			about: "With what it lays over each proxy, as written. Needs `read` on every proxy it names.",
+			ok:    []reply{{status: 200, means: "the session", schema: "SessionRead", headers: []string{"ETag"}}},
+			codes: []apierr.Code{apierr.NotFound},
+		}},
+		{"PUT", "/api/v1/sessions/{id}", s.updateSession, api{operationID: "updateSession",
+			tag: tagSessions, summary: "Update a session", action: ActUpdate, headers: []string{"If-Match"}, body: sessionBodyKind,
+			about: "Replaces what it lays over the proxies, compare-and-swap on its revision (the body's or `If-Match`; neither is `428`); its ttl counts again from now.",
+			ok:    []reply{{status: 200, means: "updated and in force", schema: "SessionInfo", headers: []string{"ETag"}}},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.RevisionMismatch, apierr.RevisionRequired, apierr.UploadTooLarge},
+		}},
+		{"DELETE", "/api/v1/sessions/{id}", s.deleteSession, api{operationID: "deleteSession",
+			tag: tagSessions, summary: "End a session", action: ActUpdate,
+			ok:    []reply{{status: 204, means: "ended"}},
+			codes: []apierr.Code{apierr.NotFound},
 		}},
 		{"POST", "/api/v1/config/reload", s.reload, api{operationID: "reload",
 			tag: tagConfig, summary: "Reload the stored configuration", action: ActUpdate,

@@ -30,6 +30,9 @@ type Server struct {
 	Host        Host         `yaml:"host" required:"true" doc:"The IP address the proxy listener binds (not a hostname)."`
 	Port        Port         `yaml:"port" required:"true" doc:"The TCP port proxied traffic arrives on. Must differ from admin.port."`
 	ExternalURL *ExternalURL `yaml:"external_url,omitempty" doc:"Where clients reach this Doppel, when that is not host:port (behind a port mapping or an ingress). Used to rewrite redirects and body URLs. DOPPEL_EXTERNAL_URL overrides it."`
+	// SessionHeader is left out of the canonical form when unset, so that
+	// a document written before sessions keeps its revision.
+	SessionHeader HeaderName `yaml:"session_header,omitempty" doc:"The header a request carries its session's id in (SPEC §17.5). Defaults to X-Doppel-Session."`
 }
 
 // Admin is the admin listener and its access policy.

@@ -32,6 +32,19 @@ func Schema() []byte {
 	return append(b, '\n')
 }
 
+// SessionSchemaDefs are the schemas of a session's body (SPEC §17.5), by
+// name, with references among them as in Schema: Session, SessionProxy
+// and what they use.
+func SessionSchemaDefs() []byte {
+	g := &schemaGen{defs: map[string]any{}}
+	g.typeSchema(reflect.TypeFor[Session]())
+	b, err := json.Marshal(map[string]any{"$defs": g.defs})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 type schemaGen struct {
 	defs map[string]any
 }

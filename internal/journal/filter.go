@@ -19,12 +19,6 @@ type ParamError struct {
 
 func (e *ParamError) Error() string { return e.Param + ": " + e.Reason }
 
-// errNoSessions refuses a session filter while no entry can have one:
-// a filter that can never match would answer [] without saying why.
-func errNoSessions(param string) *ParamError {
-	return &ParamError{param, "sessions are not part of this Doppel yet, so no request has one"}
-}
-
 // Filter selects entries, as GET /api/v1/requests reads its query.
 type Filter struct {
 	Proxy, Mock, Method, Session string
@@ -57,9 +51,6 @@ func ParseFilter(q url.Values, size int) (*Filter, error) {
 		}
 	}
 	f.Proxy, f.Mock, f.Method, f.Session = q.Get("proxy"), q.Get("mock"), q.Get("method"), q.Get("session")
-	if f.Session != "" {
-		return nil, errNoSessions("session")
-	}
 	if p := q.Get("path"); p != "" {
 		re, err := regexp.Compile(p)
 		if err != nil {

@@ -242,14 +242,30 @@ func TestBodyForms(t *testing.T) {
 	}
 }
 
-// TestSessionsAreRefusedUntilTheyExist: a session filter could never
-// match, so it is refused, saying why, rather than answering nothing.
-func TestSessionsAreRefusedUntilTheyExist(t *testing.T) {
-	if _, err := ParseFilter(url.Values{"session": {"t1"}}, 10); err == nil || !strings.Contains(err.Error(), "session: sessions are not part of this Doppel yet") {
-		t.Errorf("filter: %v", err)
+// TestEntriesAreFilteredBySession: the session filter and a
+// verification's match.session select a session's entries only.
+func TestEntriesAreFilteredBySession(t *testing.T) {
+	j := New(doc(t, ""))
+	for i, sess := range []string{"t1", "", "t2", "t1"} {
+		j.Active().Record(&telemetry.Exchange{RequestID: fmt.Sprint(i), Proxy: "zeta", Method: "GET", Path: "/", Status: 200, Session: sess}, time.Now())
 	}
-	if _, err := ParseVerification([]byte(`{"match": {"session": "t1"}}`)); err == nil || !strings.Contains(err.Error(), "match.session") {
-		t.Errorf("verify: %v", err)
+	f, err := ParseFilter(url.Values{"session": {"t1"}}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.Select(j.Entries(), func(string) bool { return true })
+	if ids(got) != "0,3" || *got[0].Session != "t1" {
+		t.Errorf("session t1: %s", ids(got))
+	}
+	v, err := ParseVerification([]byte(`{"match": {"session": "t2"}, "count": {"min": 1, "max": 1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := v.Verify(j.Entries(), func(string) bool { return true }); res.Matched != 1 {
+		t.Errorf("verify in t2: %+v", res)
+	}
+	if e := j.Entries()[1]; e.Session != nil {
+		t.Errorf("an entry in no session: %v", *e.Session)
 	}
 }
 

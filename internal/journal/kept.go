@@ -33,6 +33,7 @@ const (
 	textQuery
 	textClient
 	textAbort
+	textSession
 	textHeaders
 	textResponseHeaders
 	textBody
@@ -75,7 +76,7 @@ func keep(rec *telemetry.Exchange, start time.Time, s *settings) *kept {
 	k.flag(flagLoss, rec.Fired("loss"))
 	k.flag(flagHang, rec.Fired("hang"))
 
-	strs := [...]string{rec.RequestID, rec.Proxy, rec.Mock, rec.Method, rec.Path, rec.Query, rec.Client, rec.Abort}
+	strs := [...]string{rec.RequestID, rec.Proxy, rec.Mock, rec.Method, rec.Path, rec.Query, rec.Client, rec.Abort, rec.Session}
 	size := flatSize(rec.RequestHeader) + flatSize(rec.ResponseHeader) + len(body) + len(responseBody)
 	for _, v := range strs {
 		size += len(v)
@@ -148,6 +149,10 @@ func (k *kept) entry() *Entry {
 	if k.has(flagMock) {
 		m := k.str(textMock)
 		e.Mock = &m
+	}
+	if id := k.field(textSession); len(id) > 0 {
+		sid := string(id)
+		e.Session = &sid
 	}
 	if at := k.field(textAbort); len(at) > 0 {
 		a := string(at)

@@ -60,9 +60,6 @@ func ParseVerification(body []byte) (*Verification, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, &ParamError{"body", "more follows the JSON object"}
 	}
-	if v.Match.Session != "" {
-		return nil, errNoSessions("match.session")
-	}
 	if v.Match.Path != "" {
 		re, err := regexp.Compile(v.Match.Path)
 		if err != nil {

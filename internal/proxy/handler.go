@@ -30,6 +30,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/render"
 	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/doppelproxy/doppel/internal/session"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 	"github.com/google/uuid"
 )
@@ -49,6 +50,7 @@ type Handler struct {
 	templates *render.Files
 	external  *External
 	journal   *journal.Journal
+	sessions  *session.Registry
 }
 
 // Options configure a Handler.
@@ -75,6 +77,8 @@ type Options struct {
 	// Journal records every request; nothing is recorded when nil or
 	// off (journal.size 0).
 	Journal *journal.Journal
+	// Sessions are the live sessions; none apply when nil.
+	Sessions *session.Registry
 }
 
 // New builds the handler over the runtime held by h.
@@ -100,6 +104,7 @@ func New(h *runtime.Holder, opts Options) *Handler {
 		reporter:  opts.Reporter,
 		envTokens: opts.AdminTokens,
 		journal:   opts.Journal,
+		sessions:  opts.Sessions,
 	}
 	handler.forward = handler.newForwarder(opts.Transport, opts.Log.Logger)
 	return handler
@@ -121,6 +126,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := h.resolve(ex, rt)
 	if p == nil {
 		return
+	}
+	// A session's overlay on this proxy stands in for it. While no
+	// session is live, the header is not even read.
+	if h.sessions.Any() {
+		p = h.inSession(ex, rt, p)
 	}
 	// 2. Confine.
 	if !h.confine(ex, p) {
@@ -149,6 +159,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.forwardUpstream(ex, p)
+}
+
+// inSession is the proxy a request's session lays over p, or p: no
+// session header, or one naming no live session over p (logged at
+// debug).
+func (h *Handler) inSession(ex *exchange, rt *runtime.Runtime, p *runtime.Proxy) *runtime.Proxy {
+	v := ex.req.Header[rt.SessionHeader]
+	if len(v) == 0 {
+		return p
+	}
+	id := v[0]
+	if !config.ValidSessionID(id) {
+		h.log.Debug("the request's session id is malformed; it is served as no session", "request_id", ex.rec.RequestID, "header", rt.SessionHeader)
+		return p
+	}
+	o := h.sessions.Lookup(id, p.Name)
+	if o == nil {
+		h.log.Debug("the request's session is not live over this proxy; it is served as no session", "request_id", ex.rec.RequestID, "session", id, "proxy", p.Name)
+		return p
+	}
+	ex.proxy = o
+	ex.rec.Session = id
+	return o
 }
 
 // choose finds the mock that answers: the first that matches, if its

@@ -40,6 +40,8 @@ type Runtime struct {
 	// proxy listener carrying one has it removed, so an admin credential
 	// never reaches an upstream or a mock.
 	AdminHeader string
+	// SessionHeader carries a request's session id (canonical form).
+	SessionHeader string
 	AdminTokens map[config.TokenDigest]string
 }
 
@@ -116,7 +118,8 @@ func Compile(doc *config.Document) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{Document: doc, Revision: rev, AdminHeader: textproto.CanonicalMIMEHeaderKey(string(doc.Admin.Auth.Header))}
+	rt := &Runtime{Document: doc, Revision: rev, AdminHeader: textproto.CanonicalMIMEHeaderKey(string(doc.Admin.Auth.Header)),
+		SessionHeader: textproto.CanonicalMIMEHeaderKey(string(config.SessionHeaderOf(doc)))}
 	if len(doc.Admin.Tokens) > 0 {
 		rt.AdminTokens = make(map[config.TokenDigest]string, len(doc.Admin.Tokens))
 		for _, t := range doc.Admin.Tokens {
@@ -141,6 +144,13 @@ func Compile(doc *config.Document) (*Runtime, error) {
 		}
 	}
 	return rt, nil
+}
+
+// CompileOverlay compiles a session's overlay laid over base into a proxy
+// of its own: the overlay's mocks first, its faults instead of base's,
+// and counters of its own (SPEC §17.5).
+func CompileOverlay(base *config.Proxy, o *config.SessionProxy) (*Proxy, error) {
+	return compileProxy(o.Over(base))
 }
 
 func compileProxy(c *config.Proxy) (*Proxy, error) {

@@ -19,6 +19,7 @@ type Exchange struct {
 	RequestID string
 	Proxy     string // "" when none resolved
 	Mock      string // the mock chosen to answer (its replace fired), "" when none
+	Session   string // the session whose overlay served it, "" when none
 	Method    string
 	Path      string
 	Status    int
