@@ -42,7 +42,7 @@ type Runtime struct {
 	AdminHeader string
 	// SessionHeader carries a request's session id (canonical form).
 	SessionHeader string
-	AdminTokens map[config.TokenDigest]string
+	AdminTokens   map[config.TokenDigest]string
 }
 
 // Proxy is one compiled proxy.
