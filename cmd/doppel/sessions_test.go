@@ -1,0 +1,164 @@
+package main
+
+import (
+	"encoding/json"
+
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSessionsChooseTheirOwnFaults: two suites share one Doppel; each
+// session's mocks and faults apply to its requests only, expire by
+// themselves, and are written with compare-and-swap.
+func TestSessionsChooseTheirOwnFaults(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, `proxies:
+  - name: shop
+    type: http
+    url: http://127.0.0.1:9/
+    mocks:
+      - name: item
+        request: {method: GET, url: "^/item$"}
+        response: {status: 200, body: "the proxy's item"}
+`)
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	s := serveArgs(t, dir, nil, "serve", "--config", cfg)
+	defer s.stop(t)
+
+	create := func(body string) response {
+		t.Helper()
+		return call(t, "POST", s.admin+"/api/v1/sessions", body)
+	}
+	r := create(`{"id": "suite-a", "ttl": 2, "proxies": {"shop": {
+		"loss": {"percentage": 1.0, "status": 503, "when": {"count": {"first": 1}}},
+		"mocks": [{"name": "item", "request": {"method": "GET", "url": "^/item$"}, "response": {"status": 200, "body": "suite a's item"}}]}}}`)
+	var created struct {
+		ID, Revision string
+		ExpiresAt    string `json:"expires_at"`
+	}
+	if err := json.Unmarshal(r.body, &created); err != nil || r.status != 201 || created.ID != "suite-a" || r.header.Get("Location") != "/api/v1/sessions/suite-a" {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	b := create(`{"proxies": {"shop": {"latency": {"percentage": 1, "min": 0, "max": 0}}}}`)
+	var other struct{ ID string }
+	_ = json.Unmarshal(b.body, &other)
+	if b.status != 201 || len(other.ID) != 22 {
+		t.Fatalf("a session with an id of Doppel's: %d %s", b.status, b.body)
+	}
+
+	get := func(path, session string) response {
+		t.Helper()
+		if session == "" {
+			return call(t, "GET", s.proxy+path, "")
+		}
+		return call(t, "GET", s.proxy+path, "", "X-Doppel-Session", session)
+	}
+	in := func(session string) response { return get("/item", session) }
+	// Suite a: its mock before the proxy's; its loss on what the proxy
+	// forwards (nothing listens upstream: 502 when it does not fire),
+	// counted for the session alone.
+	if r := in("suite-a"); r.status != 200 || string(r.body) != "suite a's item" {
+		t.Errorf("suite a's item: %d %s", r.status, r.body)
+	}
+	if r := get("/elsewhere", "suite-a"); r.status != 503 {
+		t.Errorf("suite a's first forwarded request: %d %s", r.status, r.body)
+	}
+	if r := get("/elsewhere", "suite-a"); r.status != 502 {
+		t.Errorf("suite a's second forwarded request: %d %s", r.status, r.body)
+	}
+	// Suite b and no session: the proxy's own.
+	for _, id := range []string{other.ID, "", "no-such-session", "bad id!"} {
+		if r := in(id); r.status != 200 || string(r.body) != "the proxy's item" {
+			t.Errorf("session %q: %d %s", id, r.status, r.body)
+		}
+		if r := get("/elsewhere", id); r.status != 502 {
+			t.Errorf("session %q forwarded: %d %s", id, r.status, r.body)
+		}
+	}
+
+	// The journal knows the session; verify can be scoped to it.
+	v := doppel(t, invocation{args: []string{"requests", "verify", "--admin", s.admin, "--file",
+		writeFile(t, t.TempDir(), "v.json", `{"match": {"session": "suite-a"}, "count": {"min": 3, "max": 3}}`)}})
+	if v.code != wantOK {
+		t.Errorf("verify in suite-a: %s", v)
+	}
+	list := mustGet(t, newClient(), s.admin+"/api/v1/requests?session=suite-a", nil)
+	if n := strings.Count(string(list.body), `"session":"suite-a"`); n != 3 {
+		t.Errorf("%d entries of suite-a: %s", n, list.body)
+	}
+
+	// Compare-and-swap: a stale revision is refused; none is 428.
+	put := func(rev, body string) response {
+		t.Helper()
+		if rev == "" {
+			return call(t, "PUT", s.admin+"/api/v1/sessions/suite-a", body)
+		}
+		return call(t, "PUT", s.admin+"/api/v1/sessions/suite-a", body, "If-Match", `"`+rev+`"`)
+	}
+	next := `{"ttl": 2, "proxies": {"shop": {"loss": {"percentage": 1.0, "status": 418}}}}`
+	if r := put("", next); r.status != 428 {
+		t.Errorf("no revision: %d %s", r.status, r.body)
+	}
+	if r := put("0000000000000000", next); r.status != 409 || envelopeCode(t, string(r.body)) != "REVISION_MISMATCH" {
+		t.Errorf("a stale revision: %d %s", r.status, r.body)
+	}
+	if r := put(created.Revision, next); r.status != 200 {
+		t.Fatalf("update: %d %s", r.status, r.body)
+	}
+	if r := get("/elsewhere", "suite-a"); r.status != 418 {
+		t.Errorf("after the update: %d", r.status)
+	}
+	got := mustGet(t, newClient(), s.admin+"/api/v1/sessions/suite-a", nil)
+	if got.status != 200 || !strings.Contains(string(got.body), `"status": 418`) && !strings.Contains(string(got.body), `"status":418`) {
+		t.Errorf("read: %d %s", got.status, got.body)
+	}
+
+	// Bad input changes nothing.
+	for body, want := range map[string]string{
+		`{"proxies": {"nobody": {}}}`:                                               "proxies.nobody: no proxy is named `nobody`",
+		`{"ttl": 0, "proxies": {"shop": {}}}`:                                       "ttl: 0 is not a session's ttl",
+		`{"ttl": 86401, "proxies": {"shop": {}}}`:                                   "1 to 86400",
+		`{"id": "suite-a", "proxies": {"shop": {}}}`:                                "a session with that id is live",
+		`{"proxies": {"shop": {"latency": {"percentage": 1, "min": 2, "max": 1}}}}`: "proxies.shop.latency.min: min must be",
+		`{"proxies": {"shop": {"mocks": [{"name": "m", "request": {"method": "GET", "url": "x"}, "response": {"status": 200}}]}}}`: "proxies.shop.mocks[0].name",
+	} {
+		if r := create(body); r.status < 400 || !strings.Contains(string(r.body), want) {
+			t.Errorf("%s: %d %s, want ...%s...", body, r.status, r.body, want)
+		}
+	}
+
+	// A session ends by itself at its expiry, with no request needed:
+	// the list no longer shows it.
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		l := mustGet(t, newClient(), s.admin+"/api/v1/sessions", nil)
+		if !strings.Contains(string(l.body), "suite-a") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if l := mustGet(t, newClient(), s.admin+"/api/v1/sessions", nil); strings.Contains(string(l.body), "suite-a") {
+		t.Errorf("suite-a outlived its ttl: %s", l.body)
+	}
+	if r := get("/elsewhere", "suite-a"); r.status != 502 {
+		t.Errorf("an expired session still applies: %d", r.status)
+	}
+	expired := false
+	for _, l := range s.p.jsonLines() {
+		if l["msg"] == "a session ended: it expired" && l["session"] == "suite-a" {
+			expired = true
+		}
+	}
+	if !expired {
+		t.Error("the expiry was not logged")
+	}
+	if r := call(t, "DELETE", s.admin+"/api/v1/sessions/"+other.ID, ""); r.status != 204 {
+		t.Errorf("delete: %d", r.status)
+	}
+	if r := call(t, "DELETE", s.admin+"/api/v1/sessions/"+other.ID, ""); r.status != 404 {
+		t.Errorf("delete again: %d", r.status)
+	}
+
+}
