@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,6 +13,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/doppelproxy/doppel/internal/session"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 )
 
@@ -90,6 +92,11 @@ func benchForwardDoppel(b *testing.B, journaled bool) {
 //	go test ./internal/proxy -run '^$' -bench Mock -benchmem
 func BenchmarkMock(b *testing.B) { benchMock(b, false, "") }
 
+// BenchmarkMockSessionLive is BenchmarkMock while a session is live over
+// the proxy and the request carries no session header: what sessions
+// cost the requests that have none (one header lookup).
+func BenchmarkMockSessionLive(b *testing.B) { benchMock(b, false, "", withSession) }
+
 // BenchmarkJournalMock is BenchmarkMock with the journal on.
 func BenchmarkJournalMock(b *testing.B) { benchMock(b, true, "") }
 
@@ -100,7 +107,20 @@ func BenchmarkMockWhen(b *testing.B) {
 	benchMock(b, false, "    proxy: {loss: {percentage: 1.0, status: 503, when: {count: {after: 1000000000}, per: {header: X-User}}}}\n")
 }
 
-func benchMock(b *testing.B, journaled bool, mockProxy string) {
+// withSession makes a session live over every proxy of doc.
+func withSession(b *testing.B, opts *Options, rt *runtime.Runtime) {
+	reg := session.New(rt, slog.New(slog.DiscardHandler))
+	spec, err := config.ParseSession([]byte(`{"proxies": {"zeta": {"loss": {"percentage": 1, "status": 503}}}}`), rt.Document)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := reg.Create(spec, nil); err != nil {
+		b.Fatal(err)
+	}
+	opts.Sessions = reg
+}
+
+func benchMock(b *testing.B, journaled bool, mockProxy string, with ...func(*testing.B, *Options, *runtime.Runtime)) {
 	doc, err := config.Load([]byte(oneProxy("http://127.0.0.1:1", `mocks:
   - name: other
     request: {method: POST, url: "^/orders$"}
@@ -125,6 +145,9 @@ func benchMock(b *testing.B, journaled bool, mockProxy string) {
 	opts := Options{Log: logger}
 	if journaled {
 		opts.Journal = journal.New(doc)
+	}
+	for _, w := range with {
+		w(b, &opts, rt)
 	}
 	h := New(runtime.NewHolder(rt), opts)
 	// One parsed request is served over and over: what is measured is the
