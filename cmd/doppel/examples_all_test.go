@@ -28,6 +28,7 @@ var exampleChecks = map[string]func(t *testing.T, root string){
 	"retry.yaml":         checkRetryExample,
 	"faults.yaml":        checkFaultsExample,
 	"retries.yaml":       checkRetriesExample,
+	"sessions.yaml":      checkSessionsExample,
 }
 
 // TestEveryExample validates every examples/*.yaml through the binary,

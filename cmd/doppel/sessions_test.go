@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 
 	"strings"
 	"testing"
@@ -161,4 +164,37 @@ func TestSessionsChooseTheirOwnFaults(t *testing.T) {
 		t.Errorf("delete again: %d", r.status)
 	}
 
+}
+
+// checkSessionsExample holds examples/sessions.yaml and its suites to
+// their comments: the Go suites see their own faults only, and so does the
+// Python one.
+func checkSessionsExample(t *testing.T, root string) {
+	s := serveExample(t, root, "sessions.yaml", nil)
+	defer s.stop(t)
+	bin := filepath.Join(t.TempDir(), "sessions")
+	if out, err := exec.Command("go", "build", "-o", bin, repoPath(t, "examples/sessions")).CombinedOutput(); err != nil {
+		t.Fatalf("building examples/sessions: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--proxy", s.proxy, "--admin", s.admin).CombinedOutput()
+	if err != nil || strings.Count(string(out), "outage: request") != 5 || strings.Count(string(out), "got 200") != 5 {
+		t.Errorf("the Go suites: %v\n%s", err, out)
+	}
+	if l := mustGet(t, newClient(), s.admin+"/api/v1/sessions", map[string]string{"X-Proxy-Authorization": "Bearer sessions-example-token-0123456789ab"}); !strings.Contains(string(l.body), `"sessions":[]`) {
+		t.Errorf("the suites left sessions behind: %s", l.body)
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3 is needed to run examples/sessions/test_catalog.py")
+		}
+		t.Log("no python3 here: examples/sessions/test_catalog.py not run")
+		return
+	}
+	cmd := exec.Command(python, "-m", "unittest", "-v", "test_catalog")
+	cmd.Dir = repoPath(t, "examples/sessions")
+	cmd.Env = append(cleanEnv(), "DOPPEL_PROXY="+s.proxy, "DOPPEL_ADMIN="+s.admin, "PYTHONDONTWRITEBYTECODE=1")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "OK") {
+		t.Errorf("the Python suite: %v\n%s", err, out)
+	}
 }
