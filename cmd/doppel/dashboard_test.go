@@ -690,6 +690,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		testFaultCards(t, b, base)
 	})
 
+	t.Run("counters", func(t *testing.T) {
+		testCounters(t, b)
+	})
+
 	// The list remembers each proxy's revision: a delete after someone
 	// else changed it is refused, and nothing goes.
 	t.Run("stale delete is refused", func(t *testing.T) {

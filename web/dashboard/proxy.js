@@ -1,8 +1,10 @@
 // The proxy page: the whole proxy document as a form or as YAML, saved
 // with the revision it was loaded at. The form leads with what a tester
 // changes: a card per fault, then the mocks; the rest of the document is
-// folded under Advanced.
+// folded under Advanced. Between the cards and the mocks, an existing
+// proxy shows its counters (counters.js), outside the form.
 import { call, refusal } from './api.js';
+import { countersSection } from './counters.js';
 import { FAULTS, faultCard, mockFaults, shareField } from './faults.js';
 import { SchemaForm, el } from './form.js';
 import { JSON_SCHEMA, dump as toYAML, load } from './js-yaml.js';
@@ -48,9 +50,11 @@ function withoutCredentials(url) {
 }
 
 // proxyForm is the proxy document as sections: the fault cards, the
-// mocks, and Advanced (a fold, open when opts.advanced). It has the
-// contract of a SchemaForm field over the whole document; get() puts the
-// keys in the order the generic form did, so the YAML reads the same.
+// mocks, and Advanced (a fold, open when opts.advanced). opts.between
+// (the counters) goes after the cards, outside the fields, which are
+// disabled when opts.readOnly. It has the contract of a SchemaForm field
+// over the whole document; get() puts the keys in the order the generic
+// form did, so the YAML reads the same.
 function proxyForm(forms, doc, opts) {
   const s = forms.resolve({ $ref: '#/$defs/Proxy' });
   const props = s.properties;
@@ -82,14 +86,18 @@ function proxyForm(forms, doc, opts) {
     el('summary', {}, el('span', { class: 'summary-title', text: 'Advanced' }), el('span', { class: 'muted', text: rest.join(', ') })),
     el('div', { class: 'advanced-body' }, rest.map(build)));
   advanced.addEventListener('toggle', () => opts.onToggle(advanced.open));
+  const editable = (...children) => el('fieldset', { class: 'plain', disabled: !!opts.readOnly }, ...children);
   const root = el('div', { class: 'proxy-form' },
-    first.length ? section('identity', 'Proxy', first.map(build)) : null,
-    section('faults', 'Faults',
-      el('p', { class: 'hint muted', text: 'Each request rolls the faults that are on, in this order. Loss, an abort at request and a hang stand in for the answer and stop the rest. ' +
-        'A request a mock answers meets the mock\'s own faults instead; a mock\'s latency replaces this one.' }),
-      el('div', { class: 'faults' }, cards)),
-    section('mocks', 'Mocks', mockEls),
-    advanced);
+    editable(
+      first.length ? section('identity', 'Proxy', first.map(build)) : null,
+      section('faults', 'Faults',
+        el('p', { class: 'hint muted', text: 'Each request rolls the faults that are on, in this order. Loss, an abort at request and a hang stand in for the answer and stop the rest. ' +
+          'A request a mock answers meets the mock\'s own faults instead; a mock\'s latency replaces this one.' }),
+        el('div', { class: 'faults' }, cards))),
+    opts.between || null,
+    editable(
+      section('mocks', 'Mocks', mockEls),
+      advanced));
   const get = () => {
     const out = {};
     for (const k of order) {
@@ -130,6 +138,7 @@ export async function proxyPage(app, name, signal) {
   let current = name;
   let revision = creating ? '' : loaded.data.revision;
   let doc = creating ? structuredClone(blank) : loaded.data.proxy;
+  let inForce = doc; // the document as stored: what the counters count for
   const forms = new SchemaForm(schema, { MockOverride: mockFaults });
   let field = null;
   let yamlMode = false;
@@ -146,7 +155,10 @@ export async function proxyPage(app, name, signal) {
   const banner = el('div', { id: 'banner', hidden: true });
   const revisionLine = el('p', { class: 'muted', id: 'revision' });
   const upstreamLine = el('p', { class: 'muted', id: 'upstream' });
-  const holder = el('fieldset', { class: 'plain', disabled: !!saveRefused });
+  // The fields are disabled for a caller who may not save; the counters
+  // between them are not, so the holder itself is never disabled.
+  const holder = el('fieldset', { class: 'plain' });
+  const counters = creating ? null : countersSection(app, current, () => inForce, signal);
   const yamlArea = el('textarea', { class: 'yaml', id: 'yaml', spellcheck: 'false', readonly: !!saveRefused, 'aria-label': 'The proxy document as YAML' });
 
   const showRevision = () => {
@@ -168,7 +180,7 @@ export async function proxyPage(app, name, signal) {
     }
   };
   const showForm = () => {
-    field = proxyForm(forms, doc, { creating, advanced: advancedOpen, onToggle: (open) => { advancedOpen = open; } });
+    field = proxyForm(forms, doc, { creating, readOnly: !!saveRefused, between: counters && counters.el, advanced: advancedOpen, onToggle: (open) => { advancedOpen = open; } });
     holder.replaceChildren(field.el);
   };
   const clearBanner = () => {
@@ -286,6 +298,9 @@ export async function proxyPage(app, name, signal) {
       doc = field.get();
       yamlArea.value = toYAML(doc, { lineWidth: -1, noRefs: true });
       yamlMode = true;
+      if (counters) {
+        yamlPanel.after(counters.el); // the form goes away; the counters stay
+      }
     } else {
       const parsed = editedDocument();
       if (!parsed) {
@@ -338,6 +353,7 @@ export async function proxyPage(app, name, signal) {
       const renamed = res.data.proxy.name !== current;
       revision = res.data.revision;
       doc = res.data.proxy;
+      inForce = doc;
       if (renamed) {
         app.toast('Saved; proxy ' + current + ' is now ' + doc.name);
         app.navigate('proxies/' + encodeURIComponent(doc.name), true);
@@ -351,6 +367,9 @@ export async function proxyPage(app, name, signal) {
       }
       showRevision();
       showUpstream();
+      if (counters) {
+        counters.refresh(); // a changed proxy starts its counts again
+      }
     } catch (e) {
       if (signal.aborted) {
         app.toast('Not saved: ' + e.message, true);
@@ -389,4 +408,7 @@ export async function proxyPage(app, name, signal) {
     holder,
     yamlPanel,
   );
+  if (counters) {
+    counters.refresh();
+  }
 }
