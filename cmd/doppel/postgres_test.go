@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -125,6 +126,88 @@ func TestReplicasConverge(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Logf("converged %v after the write answered", time.Since(created))
+	for _, p := range []*proc{first, second} {
+		p.signal(syscall.SIGTERM)
+		if code := p.waitExit(exitTimeout); code != wantOK {
+			t.Fatalf("exit %d\n%s", code, p)
+		}
+	}
+}
+
+// TestSessionsReachEveryReplica: a session created on one replica is in
+// force on the other within a second, and so are its update and its end;
+// a stale revision is refused by the database whichever replica is asked.
+func TestSessionsReachEveryReplica(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, `proxies:
+  - name: shop
+    type: http
+    url: http://127.0.0.1:9/
+    mocks:
+      - {name: item, request: {method: GET, url: "^/item$"}, response: {status: 200, body: item}}
+`)
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	start := func() (*proc, string, string) {
+		p := startProc(t, invocation{args: []string{"serve", "--store", "postgres", "--database-url", url,
+			"--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--socket", filepath.Join(t.TempDir(), "s.sock")}})
+		proxyAddr := p.waitServing()
+		adminAddr := lineField(p.waitLine("admin", 10*time.Second, func(l string) bool { return lineMsg(l) == "the admin API is listening" }), "admin_addr")
+		return p, "http://" + proxyAddr, "http://" + adminAddr
+	}
+	first, _, firstAdmin := start()
+	second, secondProxy, secondAdmin := start()
+	time.Sleep(300 * time.Millisecond) // both listen
+
+	within := func(what string, ok func() bool) {
+		t.Helper()
+		since := time.Now()
+		for !ok() {
+			if time.Since(since) > time.Second {
+				t.Fatalf("%s: not on the second replica within 1s\n%s", what, second)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Logf("%s: on the second replica after %v", what, time.Since(since))
+	}
+	status := func() int {
+		return call(t, "GET", secondProxy+"/item", "", "X-Doppel-Session", "suite-a").status
+	}
+	r := call(t, "POST", firstAdmin+"/api/v1/sessions", `{"id": "suite-a", "proxies": {"shop": {"mocks": [
+		{"name": "down", "request": {"method": "GET", "url": "^/item$"}, "response": {"status": 503}}]}}}`)
+	if r.status != 201 {
+		t.Fatalf("create on the first: %d %s", r.status, r.body)
+	}
+	var created struct{ Revision string }
+	_ = json.Unmarshal(r.body, &created)
+	within("the session", func() bool { return status() == 503 })
+
+	// The same id on the other replica is refused: the database holds it.
+	if r := call(t, "POST", secondAdmin+"/api/v1/sessions", `{"id": "suite-a", "proxies": {"shop": {}}}`); r.status != 409 {
+		t.Errorf("the same id on the second: %d %s", r.status, r.body)
+	}
+	// An update through the second replica, based on the first's revision.
+	upd := call(t, "PUT", secondAdmin+"/api/v1/sessions/suite-a", `{"revision": "`+created.Revision+`", "proxies": {"shop": {"mocks": [
+		{"name": "teapot", "request": {"method": "GET", "url": "^/item$"}, "response": {"status": 418}}]}}}`)
+	if upd.status != 200 {
+		t.Fatalf("update on the second: %d %s", upd.status, upd.body)
+	}
+	// The first revision is stale now, on either replica.
+	if r := call(t, "PUT", firstAdmin+"/api/v1/sessions/suite-a", `{"revision": "`+created.Revision+`", "proxies": {"shop": {}}}`); r.status != 409 {
+		t.Errorf("a stale revision on the first: %d %s", r.status, r.body)
+	}
+	within("the update", func() bool { return status() == 418 })
+	if r := call(t, "DELETE", firstAdmin+"/api/v1/sessions/suite-a", ""); r.status != 204 {
+		t.Fatalf("end on the first: %d %s", r.status, r.body)
+	}
+	within("the end", func() bool { return status() == 200 })
 	for _, p := range []*proc{first, second} {
 		p.signal(syscall.SIGTERM)
 		if code := p.waitExit(exitTimeout); code != wantOK {

@@ -122,13 +122,22 @@ func newJournal(ctl *change.Controller) *journal.Journal {
 
 // newSessions makes the live sessions, compiled again whenever the
 // configuration changes and ended at their expiry until stop is called.
-func newSessions(ctl *change.Controller, logger *telemetry.Logger) (reg *session.Registry, stop func()) {
+// With PostgreSQL they live in the database, and every replica's write
+// reaches this one through LISTEN (caught up after every connect).
+func newSessions(ctl *change.Controller, logger *telemetry.Logger, pg *postgres.Store) (reg *session.Registry, stop func()) {
 	reg = session.New(ctl.Runtime(), logger.Logger)
 	ctl.OnSwap(func(_, next *runtime.Runtime) { reg.Recompile(next) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); reg.Run(ctx) }()
-	return reg, func() { cancel(); <-done }
+	none := make(chan struct{})
+	close(none)
+	var watched <-chan struct{} = none
+	if pg != nil {
+		reg.Share(pg.Sessions())
+		watched = pg.Sessions().Watch(ctx, logger.Logger, func() bool { return reg.Sync(ctx) })
+	}
+	return reg, func() { cancel(); <-done; <-watched }
 }
 
 // publishMocks republishes doppel_proxy_mocks for the runtime now in force;
@@ -263,7 +272,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	ctl := change.New(holder, st, logger)
 	metrics := newMetrics(doc, ctl)
 	jr := newJournal(ctl)
-	sessions, stopSessions := newSessions(ctl, logger)
+	sessions, stopSessions := newSessions(ctl, logger, pg)
 	defer stopSessions()
 
 	stopFollowing, err := followStore(ctl, st, opts.Kind == store.KindPostgres || f.watch)

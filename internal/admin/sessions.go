@@ -122,7 +122,12 @@ func (s *Server) writeSessionFailure(w http.ResponseWriter, err error) {
 	case errors.Is(err, session.ErrRevision):
 		apierr.Write(w, apierr.RevisionMismatch, "the session changed since it was read; read it again and reapply the change")
 	default:
-		apierr.Write(w, apierr.ConfigInvalid, err.Error())
+		var inv *config.Invalid
+		if errors.As(err, &inv) {
+			apierr.Write(w, apierr.ConfigInvalid, err.Error())
+			return
+		}
+		apierr.Write(w, apierr.StoreError, err.Error())
 	}
 }
 
@@ -140,7 +145,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.ConfigInvalid, "a new session has no revision: send none")
 		return
 	}
-	sess, err := s.Sessions.Create(spec, proxiesOf(raw))
+	sess, err := s.Sessions.Create(r.Context(), spec, proxiesOf(raw))
 	if err != nil {
 		s.writeSessionFailure(w, err)
 		return
@@ -238,7 +243,7 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.RevisionRequired, "an update carries the revision it is based on: in If-Match, or as revision in the body")
 		return
 	}
-	next, err := s.Sessions.Replace(sess.ID, revision, spec, proxiesOf(raw))
+	next, err := s.Sessions.Replace(r.Context(), sess.ID, revision, spec, proxiesOf(raw))
 	if err != nil {
 		s.writeSessionFailure(w, err)
 		return
@@ -253,7 +258,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.Sessions.Delete(sess.ID); err != nil {
+	if err := s.Sessions.Delete(r.Context(), sess.ID); err != nil {
 		s.writeSessionFailure(w, err)
 		return
 	}

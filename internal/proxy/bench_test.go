@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -114,7 +115,7 @@ func withSession(b *testing.B, opts *Options, rt *runtime.Runtime) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := reg.Create(spec, nil); err != nil {
+	if _, err := reg.Create(context.Background(), spec, nil); err != nil {
 		b.Fatal(err)
 	}
 	opts.Sessions = reg

@@ -51,14 +51,86 @@ var (
 	ErrRevision = errors.New("the session changed since it was read")
 )
 
+// Shared is where sessions live when every replica of a configuration
+// shares them (PostgreSQL): the registry writes there first, and loads
+// from there when a replica's write is announced (Sync).
+type Shared interface {
+	Create(ctx context.Context, s Stored) error
+	Replace(ctx context.Context, revision string, s Stored) error
+	Delete(ctx context.Context, id string) error
+	Load(ctx context.Context) ([]Stored, error)
+}
+
+// Stored is a session as Shared keeps it: what its caller wrote.
+type Stored struct {
+	ID        string
+	Revision  string
+	ExpiresAt time.Time
+	Body      []byte // {"ttl", "proxies"}
+}
+
 // Registry is the live sessions of this instance.
 type Registry struct {
-	live atomic.Pointer[map[string]*Session]
-	mu   sync.Mutex // writes, expiry and recompiles
-	rt   *runtime.Runtime
-	log  *slog.Logger
-	now  func() time.Time
-	wake chan struct{}
+	live   atomic.Pointer[map[string]*Session]
+	mu     sync.Mutex // writes, expiry and recompiles
+	rt     *runtime.Runtime
+	log    *slog.Logger
+	now    func() time.Time
+	wake   chan struct{}
+	shared Shared // nil: in this instance's memory only
+}
+
+// Share makes sh where the sessions live, from now on.
+func (r *Registry) Share(sh Shared) { r.shared = sh }
+
+// Sync loads the shared sessions and puts them in force, compiled over
+// the runtime in force; it reports whether it could (a failed load is
+// tried again by the caller).
+func (r *Registry) Sync(ctx context.Context) bool {
+	if r.shared == nil {
+		return true
+	}
+	stored, err := r.shared.Load(ctx)
+	if err != nil {
+		r.log.Warn("cannot load the sessions; the ones in force stay", "error", err.Error())
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	next := map[string]*Session{}
+	for _, st := range stored {
+		spec, err := config.ParseSession(st.Body, r.rt.Document)
+		if err != nil {
+			r.log.Warn("a stored session no longer fits the configuration; it does not apply here", "session", st.ID, "error", err.Error())
+			continue
+		}
+		next[st.ID] = &Session{ID: st.ID, Revision: st.Revision, ExpiresAt: st.ExpiresAt, Spec: spec,
+			Raw: proxiesOf(st.Body), Proxies: r.compile(st.ID, spec)}
+	}
+	r.live.Store(&next)
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// proxiesOf is the proxies object of a session's body.
+func proxiesOf(body []byte) json.RawMessage {
+	var top struct {
+		Proxies json.RawMessage `json:"proxies"`
+	}
+	_ = json.Unmarshal(body, &top)
+	return top.Proxies
+}
+
+// stored is s as Shared keeps it.
+func stored(s *Session) Stored {
+	body, _ := json.Marshal(struct {
+		TTL     *config.SessionTTL `json:"ttl"`
+		Proxies json.RawMessage    `json:"proxies"`
+	}{s.Spec.TTL, s.Raw})
+	return Stored{ID: s.ID, Revision: s.Revision, ExpiresAt: s.ExpiresAt, Body: body}
 }
 
 // New makes an empty registry compiling against rt.
@@ -106,22 +178,27 @@ func (r *Registry) List() []*Session {
 }
 
 // Create makes a session of spec; its id is spec's, or a new one.
-func (r *Registry) Create(spec *config.Session, raw json.RawMessage) (*Session, error) {
+func (r *Registry) Create(ctx context.Context, spec *config.Session, raw json.RawMessage) (*Session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := r.current()
 	id := string(spec.ID)
 	if id == "" {
 		id = newID()
-	} else if _, ok := cur[id]; ok {
+	} else if s, ok := cur[id]; ok && r.now().Before(s.ExpiresAt) {
 		return nil, ErrExists
 	}
-	if len(cur) >= MaxLive {
+	if r.shared == nil && len(cur) >= MaxLive {
 		return nil, ErrFull
 	}
 	s, err := r.build(id, spec, raw)
 	if err != nil {
 		return nil, err
+	}
+	if r.shared != nil {
+		if err := r.shared.Create(ctx, stored(s)); err != nil {
+			return nil, err
+		}
 	}
 	r.publish(cur, s)
 	return s, nil
@@ -129,7 +206,7 @@ func (r *Registry) Create(spec *config.Session, raw json.RawMessage) (*Session, 
 
 // Replace writes spec over the session id if its revision is still
 // revision; its expiry counts again from now.
-func (r *Registry) Replace(id, revision string, spec *config.Session, raw json.RawMessage) (*Session, error) {
+func (r *Registry) Replace(ctx context.Context, id, revision string, spec *config.Session, raw json.RawMessage) (*Session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := r.current()
@@ -137,24 +214,35 @@ func (r *Registry) Replace(id, revision string, spec *config.Session, raw json.R
 	if !ok {
 		return nil, ErrNotFound
 	}
-	if old.Revision != revision {
+	if r.shared == nil && old.Revision != revision {
 		return nil, ErrRevision
 	}
 	s, err := r.build(id, spec, raw)
 	if err != nil {
 		return nil, err
 	}
+	if r.shared != nil {
+		// The database decides: another replica may have written since.
+		if err := r.shared.Replace(ctx, revision, stored(s)); err != nil {
+			return nil, err
+		}
+	}
 	r.publish(cur, s)
 	return s, nil
 }
 
 // Delete ends a session.
-func (r *Registry) Delete(id string) error {
+func (r *Registry) Delete(ctx context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := r.current()
-	if _, ok := cur[id]; !ok {
+	if _, ok := cur[id]; !ok && r.shared == nil {
 		return ErrNotFound
+	}
+	if r.shared != nil {
+		if err := r.shared.Delete(ctx, id); err != nil {
+			return err
+		}
 	}
 	next := maps.Clone(cur)
 	delete(next, id)

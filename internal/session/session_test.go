@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +47,7 @@ func spec(t *testing.T, r *Registry, body string) *config.Session {
 
 func TestSessionsExpireAndAreBounded(t *testing.T) {
 	r, now := registry(t, doc)
-	s, err := r.Create(spec(t, r, `{"ttl": 5, "proxies": {"shop": {"loss": {"percentage": 1, "status": 503}}}}`), nil)
+	s, err := r.Create(context.Background(), spec(t, r, `{"ttl": 5, "proxies": {"shop": {"loss": {"percentage": 1, "status": 503}}}}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,14 +62,14 @@ func TestSessionsExpireAndAreBounded(t *testing.T) {
 		t.Errorf("after expiry: next in %v, any %v", d, r.Any())
 	}
 	for i := range MaxLive {
-		if _, err := r.Create(spec(t, r, fmt.Sprintf(`{"id": "s-%d", "proxies": {"shop": {}}}`, i)), nil); err != nil {
+		if _, err := r.Create(context.Background(), spec(t, r, fmt.Sprintf(`{"id": "s-%d", "proxies": {"shop": {}}}`, i)), nil); err != nil {
 			t.Fatalf("session %d: %v", i, err)
 		}
 	}
-	if _, err := r.Create(spec(t, r, `{"proxies": {"shop": {}}}`), nil); !errors.Is(err, ErrFull) {
+	if _, err := r.Create(context.Background(), spec(t, r, `{"proxies": {"shop": {}}}`), nil); !errors.Is(err, ErrFull) {
 		t.Errorf("session %d: %v", MaxLive+1, err)
 	}
-	if _, err := r.Create(spec(t, r, `{"id": "s-1", "proxies": {"shop": {}}}`), nil); !errors.Is(err, ErrExists) && !errors.Is(err, ErrFull) {
+	if _, err := r.Create(context.Background(), spec(t, r, `{"id": "s-1", "proxies": {"shop": {}}}`), nil); !errors.Is(err, ErrExists) && !errors.Is(err, ErrFull) {
 		t.Errorf("a duplicate id: %v", err)
 	}
 }
@@ -77,7 +78,7 @@ func TestSessionsExpireAndAreBounded(t *testing.T) {
 // the proxy now in force; one whose proxy is gone no longer applies.
 func TestSessionsFollowTheConfiguration(t *testing.T) {
 	r, _ := registry(t, doc)
-	s, err := r.Create(spec(t, r, `{"proxies": {"shop": {}, "other": {}}}`), nil)
+	s, err := r.Create(context.Background(), spec(t, r, `{"proxies": {"shop": {}, "other": {}}}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,12 +36,18 @@ func (s *Store) Describe() string { return "the database" }
 // it is called again, backing off, until it is or another write comes.
 // It returns when ctx ends.
 func Listen(ctx context.Context, url, name string, log *slog.Logger, changed func(revision string) (done bool)) {
+	listen(ctx, url, Channel(name), "configuration changes", log, changed)
+}
+
+// listen is Listen on any channel; what names what it carries, for the
+// log lines.
+func listen(ctx context.Context, url, channel, what string, log *slog.Logger, changed func(payload string) (done bool)) {
 	backoff := 250 * time.Millisecond
 	first := true
 	for ctx.Err() == nil {
 		conn, err := pgx.Connect(ctx, url)
 		if err == nil {
-			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{Channel(name)}.Sanitize())
+			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize())
 		}
 		if err != nil {
 			if conn != nil {
@@ -50,7 +56,7 @@ func Listen(ctx context.Context, url, name string, log *slog.Logger, changed fun
 			if ctx.Err() != nil {
 				return
 			}
-			log.Warn("cannot listen for configuration changes; retrying", "database", store.MaskURL(url), "error", maskIn(err, url))
+			log.Warn("cannot listen for "+what+"; retrying", "database", store.MaskURL(url), "error", maskIn(err, url))
 			select {
 			case <-ctx.Done():
 				return
@@ -61,13 +67,13 @@ func Listen(ctx context.Context, url, name string, log *slog.Logger, changed fun
 		}
 		backoff = 250 * time.Millisecond
 		if !first {
-			log.Info("listening for configuration changes again; catching up")
+			log.Info("listening for " + what + " again; catching up")
 		}
 		err = wait(ctx, conn, changed)
 		first = false
 		conn.Close(context.Background())
 		if ctx.Err() == nil {
-			log.Warn("lost the connection that listens for configuration changes; reconnecting", "error", maskIn(err, url))
+			log.Warn("lost the connection that listens for "+what+"; reconnecting", "error", maskIn(err, url))
 		}
 	}
 }
