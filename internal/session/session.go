@@ -97,6 +97,7 @@ func (r *Registry) Sync(ctx context.Context) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	before := r.current()
 	next := map[string]*Session{}
 	for _, st := range stored {
 		spec, err := config.ParseSession(st.Body, r.rt.Document)
@@ -104,8 +105,16 @@ func (r *Registry) Sync(ctx context.Context) bool {
 			r.log.Warn("a stored session no longer fits the configuration; it does not apply here", "session", st.ID, "error", err.Error())
 			continue
 		}
-		next[st.ID] = &Session{ID: st.ID, Revision: st.Revision, ExpiresAt: st.ExpiresAt, Spec: spec,
+		if old := before[st.ID]; old != nil && old.Revision == st.Revision {
+			next[st.ID] = old // unchanged: compiled, and counting, already
+			continue
+		}
+		s := &Session{ID: st.ID, Revision: st.Revision, ExpiresAt: st.ExpiresAt, Spec: spec,
 			Raw: proxiesOf(st.Body), Proxies: r.compile(st.ID, spec)}
+		if old := before[st.ID]; old != nil {
+			carry(old.Proxies, s.Proxies)
+		}
+		next[st.ID] = s
 	}
 	r.live.Store(&next)
 	select {
@@ -221,6 +230,7 @@ func (r *Registry) Replace(ctx context.Context, id, revision string, spec *confi
 	if err != nil {
 		return nil, err
 	}
+	carry(old.Proxies, s.Proxies)
 	if r.shared != nil {
 		// The database decides: another replica may have written since.
 		if err := r.shared.Replace(ctx, revision, stored(s)); err != nil {
@@ -260,6 +270,7 @@ func (r *Registry) Recompile(rt *runtime.Runtime) {
 	for id, s := range r.current() {
 		c := *s
 		c.Proxies = r.compile(s.ID, s.Spec)
+		carry(s.Proxies, c.Proxies)
 		next[id] = &c
 	}
 	r.live.Store(&next)
@@ -354,6 +365,17 @@ func (r *Registry) compile(id string, spec *config.Session) map[string]*runtime.
 		out[string(name)] = p
 	}
 	return out
+}
+
+// carry keeps what the overlays of before counted in those of after that
+// are unchanged (same revision): a change elsewhere restarts nothing.
+func carry(before, after map[string]*runtime.Proxy) {
+	for name, p := range after {
+		if o := before[name]; o != nil && o.Revision == p.Revision {
+			p.Counters.Adopt(o.Counters)
+			p.Attempts = o.Attempts
+		}
+	}
 }
 
 // revisionOf fingerprints what a session says.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/runtime"
 )
 
@@ -94,5 +95,22 @@ proxies:
 	}
 	if r.Lookup(s.ID, "other") != nil {
 		t.Error("an overlay outlived its proxy")
+	}
+}
+
+// TestCountsSurviveWhatDoesNotChangeThem: a reload that leaves an overlay
+// as it was keeps its counts; a sync that brings the same revision keeps
+// the session as it was.
+func TestCountsSurviveWhatDoesNotChangeThem(t *testing.T) {
+	r, _ := registry(t, doc)
+	s, err := r.Create(context.Background(), spec(t, r, `{"proxies": {"shop": {"loss": {"percentage": 1, "status": 503, "when": {"count": {"first": 1}}}}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := &fault.Scope{Fault: "loss"}
+	r.Lookup(s.ID, "shop").Counters.Count(scope, "", time.Now())
+	r.Recompile(r.rt)
+	if n, _ := r.Lookup(s.ID, "shop").Counters.Count(scope, "", time.Now()); n != 2 {
+		t.Errorf("after a reload: count %d, want 2", n)
 	}
 }
