@@ -43,3 +43,30 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseSession: any body is refused with violations or read into a
+// session over a proxy that exists, with its ttl set.
+func FuzzParseSession(f *testing.F) {
+	f.Add([]byte(`{"ttl": 300, "proxies": {"zeta": {"loss": {"percentage": 1, "status": 503, "when": {"count": {"first": 2}, "per": {"header": "K"}}}}}}`))
+	f.Add([]byte(`{"id": "s-1", "proxies": {"zeta": {"mocks": [{"name": "mm", "request": {"method": "GET", "url": "^/a$"}, "response": {"status": 200, "body": "{{ x }}"}}]}}}`))
+	f.Add([]byte(`{"proxies": {"nobody": {}}}`))
+	f.Add([]byte(`{"ttl": 0}`))
+	d, err := Load([]byte(proxyDoc("")))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		s, err := ParseSession(src, d)
+		if err != nil {
+			return
+		}
+		if s.TTL == nil || len(s.Proxies) == 0 {
+			t.Fatalf("accepted without a ttl or a proxy: %+v", s)
+		}
+		for name := range s.Proxies {
+			if d.Proxy(string(name)) == nil {
+				t.Fatalf("accepted an overlay on %s, which does not exist", name)
+			}
+		}
+	})
+}
