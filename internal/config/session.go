@@ -49,10 +49,11 @@ type SessionProxy struct {
 }
 
 // Session bounds.
+const DefaultSessionTTL SessionTTL = 600
+
 const (
-	DefaultSessionTTL SessionTTL = 600
-	maxSessionTTL                = 86400
-	maxSessionID                 = 64
+	maxSessionTTL = 86400
+	maxSessionID  = 64
 )
 
 // SessionTTL is a session's lifetime in whole seconds, 1..86400.
