@@ -99,15 +99,17 @@ func TestReplicasSurviveADatabaseOutage(t *testing.T) {
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("still here")) })
 	dir := t.TempDir()
 	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("zeta", up.URL, ""))
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
 	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
 		t.Fatal(r)
 	}
 	var replicas []*proc
-	var addrs []string
+	var addrs, admins []string
 	for range 2 {
 		p := startProc(t, invocation{args: []string{"serve", "--store", "postgres", "--database-url", url,
 			"--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--socket", filepath.Join(t.TempDir(), "s.sock")}})
 		addrs = append(addrs, p.waitServing())
+		admins = append(admins, adminAddrOf(t, p))
 		replicas = append(replicas, p)
 	}
 	db.stop()
@@ -133,6 +135,27 @@ func TestReplicasSurviveADatabaseOutage(t *testing.T) {
 			t.Fatal("the database did not come back")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// A session made on the first replica after the outage reaches the
+	// second, by its notification or by its catch-up when it reconnects.
+	session := `{"id": "after-outage", "proxies": {"zeta": {"loss": {"percentage": 1.0, "status": 503}}}}`
+	for {
+		if r := call(t, "POST", "http://"+admins[0]+"/api/v1/sessions", session); r.status == 201 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no session could be made after the outage: %d %s", r.status, r.body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for {
+		r, err := get(newClient(), "http://"+addrs[1]+"/x", map[string]string{"X-Doppel-Session": "after-outage"})
+		if err == nil && r.status == 503 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second replica never applied the session made after the outage: %v\n%s", err, replicas[1])
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	for i, p := range replicas {
 		p.waitLine("the pushed revision", 45*time.Second, func(l string) bool {
