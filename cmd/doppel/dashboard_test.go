@@ -694,6 +694,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		testCounters(t, b)
 	})
 
+	t.Run("sessions", func(t *testing.T) {
+		testSessions(t, b)
+	})
+
 	// The list remembers each proxy's revision: a delete after someone
 	// else changed it is refused, and nothing goes.
 	t.Run("stale delete is refused", func(t *testing.T) {

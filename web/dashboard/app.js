@@ -1,10 +1,11 @@
 // The dashboard: a client of the admin API with the same token rules.
-// Routes: '' (the proxies), 'new', 'proxies/<name>', 'requests', 'status'.
+// Routes: '' (the proxies), 'new', 'proxies/<name>', 'requests', 'sessions', 'status'.
 import { access, call, forgetToken, keepToken, refusal, root, token, tokenExpiry, whenUnauthorized } from './api.js';
 import { FAULTS, sizeText } from './faults.js';
 import { el } from './form.js';
 import { proxyPage } from './proxy.js';
 import { requestsPage } from './requests.js';
+import { sessionsPage } from './sessions.js';
 
 const main = document.getElementById('main');
 const refreshKey = 'doppel.refresh-ms';
@@ -36,6 +37,7 @@ const app = {
   refreshAccess: () => refreshAccess().catch(() => {}),
   toast,
   confirmDelete,
+  confirmAction,
 };
 
 // ---- theme
@@ -195,31 +197,64 @@ document.getElementById('sign-out').addEventListener('click', async () => {
   route();
 });
 
+// ---- the confirmation dialog, shared by every page
+
+// confirmAction asks in the dashboard's dialog: a title, a text, a list
+// (elements, possibly none) and the label of the button that goes ahead.
+// It says true when that button was chosen. The dialog's close event
+// comes a task later: one that arrives after the dialog opened again (a
+// Cancel, then another question at once) is not taken for its answer,
+// and a question still waiting when the next is asked is answered no.
+let settleConfirm = null;
+async function confirmAction({ title, text, items = [], ok }) {
+  if (settleConfirm) {
+    settleConfirm(false);
+  }
+  const dialog = document.getElementById('confirm-dialog');
+  document.getElementById('confirm-title').textContent = title;
+  document.getElementById('confirm-text').textContent = text;
+  const list = document.getElementById('confirm-list');
+  list.replaceChildren(...items);
+  list.hidden = !items.length;
+  document.getElementById('confirm-ok').textContent = ok;
+  dialog.returnValue = '';
+  dialog.showModal();
+  document.getElementById('confirm-cancel').focus();
+  return new Promise((resolve) => {
+    const onClose = () => {
+      if (!dialog.open) {
+        finish(dialog.returnValue === 'ok');
+      }
+    };
+    const finish = (answer) => {
+      dialog.removeEventListener('close', onClose);
+      if (settleConfirm === finish) {
+        settleConfirm = null;
+      }
+      resolve(answer);
+    };
+    settleConfirm = finish;
+    dialog.addEventListener('close', onClose);
+  });
+}
+
 // ---- delete, shared by the list and the proxy page
 
 async function confirmDelete(name, revision) {
-  const dialog = document.getElementById('confirm-dialog');
-  const list = document.getElementById('confirm-list');
-  document.getElementById('confirm-title').textContent = 'Delete proxy ' + name + '?';
-  list.replaceChildren();
   let text;
+  let items = [];
   try {
     const files = (await call('GET', 'api/v1/proxies/' + encodeURIComponent(name) + '/templates')).data.templates || [];
     if (files.length) {
       text = 'This removes proxy ' + name + ' and its ' + (files.length === 1 ? 'template file' : files.length + ' template files') + ':';
-      list.append(...files.map((f) => el('li', {}, el('code', { text: f.name }), ' (' + f.size + ' bytes)')));
+      items = files.map((f) => el('li', {}, el('code', { text: f.name }), ' (' + f.size + ' bytes)'));
     } else {
       text = 'This removes proxy ' + name + '. It has no template files.';
     }
   } catch (e) {
     text = 'This removes proxy ' + name + ' and all its template files (they could not be listed: ' + e.message + ').';
   }
-  document.getElementById('confirm-text').textContent = text;
-  dialog.returnValue = '';
-  dialog.showModal();
-  document.getElementById('confirm-cancel').focus();
-  await new Promise((resolve) => dialog.addEventListener('close', resolve, { once: true }));
-  if (dialog.returnValue !== 'ok') {
+  if (!await confirmAction({ title: 'Delete proxy ' + name + '?', text, items, ok: 'Delete' })) {
     return false;
   }
   try {
@@ -536,6 +571,8 @@ async function route() {
       await statusPage(signal);
     } else if (r === 'requests') {
       await requestsPage(app, signal);
+    } else if (r === 'sessions') {
+      await sessionsPage(app, signal);
     } else if (r === 'new') {
       await proxyPage(app, null, signal);
     } else if (proxyName(r)) {

@@ -10,7 +10,7 @@ const two = (n) => String(n).padStart(2, '0');
 
 // localTime is an RFC 3339 time as this browser's local time: the clock
 // alone for today, the date before it otherwise.
-function localTime(time) {
+export function localTime(time) {
   const d = new Date(time);
   if (Number.isNaN(d.getTime())) {
     return String(time);

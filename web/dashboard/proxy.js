@@ -8,6 +8,7 @@ import { countersSection } from './counters.js';
 import { FAULTS, faultCard, mockFaults, shareField } from './faults.js';
 import { SchemaForm, el } from './form.js';
 import { JSON_SCHEMA, dump as toYAML, load } from './js-yaml.js';
+import { sessionsNote } from './sessions.js';
 
 // The YAML mode reads with the JSON schema: the API speaks JSON, so
 // 2024-01-01 stays text instead of becoming a date, and nothing but
@@ -405,6 +406,7 @@ export async function proxyPage(app, name, signal) {
     banner,
     revisionLine,
     upstreamLine,
+    ...(creating ? [] : [sessionsNote(app, current, signal)]),
     holder,
     yamlPanel,
   );
