@@ -26,10 +26,10 @@ func TestMigratePushPull(t *testing.T) {
 	if up.code != 1 || !strings.Contains(up.stderr, "doppel config migrate") {
 		t.Fatalf("serve on an unmigrated database: %s", up)
 	}
-	if r = run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "migrated: 1 applied, 1 in all\n" {
+	if r = run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "migrated: 2 applied, 2 in all\n" {
 		t.Fatalf("migrate: %s", r)
 	}
-	if r = run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "migrated: 0 applied, 1 in all\n" {
+	if r = run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "migrated: 0 applied, 2 in all\n" {
 		t.Fatalf("migrate again: %s", r)
 	}
 	if r = run("config", "migrate", "--status", "--database-url", url); r.code != 0 || r.stdout != "up to date\n" {

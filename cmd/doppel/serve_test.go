@@ -787,7 +787,7 @@ func TestServeFlags(t *testing.T) {
 // The keys of a request line (SPEC §11.1) besides slog's own.
 var (
 	slogKeys         = []string{"time", "level", "msg"}
-	requestLineKeys  = []string{"request_id", "proxy", "method", "path", "status", "duration_ms", "upstream_contacted", "loss_injected", "latency_injected_ms"}
+	requestLineKeys  = []string{"request_id", "proxy", "method", "path", "status", "duration_ms", "upstream_contacted", "loss_injected", "latency_injected_ms", "fault"}
 	upstreamLineKeys = []string{"upstream_status", "upstream_duration_ms"}
 )
 
