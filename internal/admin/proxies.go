@@ -141,16 +141,22 @@ func readBody(w http.ResponseWriter, r *http.Request) (*body, bool) {
 	}
 	p, err := config.ParseProxy(doc)
 	if err != nil {
-		var inv *config.Invalid
-		msg := err.Error()
-		if errors.As(err, &inv) {
-			msg = strings.Join(inv.Lines(), "\n")
-		}
-		apierr.Write(w, apierr.ConfigInvalid, msg)
+		writeInvalid(w, err)
 		return nil, false
 	}
 	b.proxy = p
 	return b, true
+}
+
+// writeInvalid answers 400 CONFIG_INVALID with what a parse found: every
+// violation on a line of its own.
+func writeInvalid(w http.ResponseWriter, err error) {
+	msg := err.Error()
+	var inv *config.Invalid
+	if errors.As(err, &inv) {
+		msg = strings.Join(inv.Lines(), "\n")
+	}
+	apierr.Write(w, apierr.ConfigInvalid, msg)
 }
 
 // ifMatch reads If-Match: `"<hex>"` or bare `<hex>`; `*` is no revision at

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
@@ -100,12 +99,7 @@ func (s *Server) mayReadAll(r *http.Request, sess *session.Session) bool {
 func (s *Server) parseSession(w http.ResponseWriter, raw []byte) (*config.Session, bool) {
 	spec, err := config.ParseSession(raw, s.ctl.Runtime().Document)
 	if err != nil {
-		var inv *config.Invalid
-		msg := err.Error()
-		if errors.As(err, &inv) {
-			msg = strings.Join(inv.Lines(), "\n")
-		}
-		apierr.Write(w, apierr.ConfigInvalid, msg)
+		writeInvalid(w, err)
 		return nil, false
 	}
 	return spec, true
