@@ -359,6 +359,14 @@ func (h *Handler) finish(ex *exchange) {
 		panic(http.ErrAbortHandler)
 	}
 	if ex.base != nil && !ex.cut {
+		// A fault's writer may cut now; on HTTP/2 a cut aborts the
+		// handler, and the request is recorded first.
+		defer func() {
+			if v := recover(); v != nil {
+				h.logRequest(ex)
+				panic(v)
+			}
+		}()
 		ex.endWriters()
 	}
 	if !ex.wroteHeader {

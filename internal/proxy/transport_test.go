@@ -102,6 +102,10 @@ func TestAnAbortResetsAnHTTP2Stream(t *testing.T) {
 - name: whole
   request: {method: GET, url: "^/whole$"}
   response: {status: 200, body: "whole"}
+- name: short
+  request: {method: GET, url: "^/short$"}
+  response: {status: 200, body: "0123456789"}
+  proxy: {abort: {percentage: 1, at: body, after: 100}}
 `), nil)
 	d.Close()
 	d.Server = newTLS(t, d.Config.Handler)
@@ -129,6 +133,23 @@ func TestAnAbortResetsAnHTTP2Stream(t *testing.T) {
 	res.Body.Close()
 	if string(b) != "whole" || !reused {
 		t.Errorf("the next request: %q, connection reused %v", b, reused)
+	}
+	// A body shorter than after is cut once it is all written, after the
+	// handler's last write: the request is still recorded.
+	if res, err := c.Get(d.URL + "/short"); err == nil {
+		_, err = io.ReadAll(res.Body)
+		res.Body.Close()
+		if err == nil {
+			t.Error("a body shorter than after was not cut")
+		}
+	}
+	lines := d.logs.lines(t, 3)
+	paths := map[any]any{}
+	for _, l := range lines {
+		paths[l["path"]] = l["fault"]
+	}
+	if paths["/cut"] != "abort" || paths["/short"] != "abort" {
+		t.Errorf("request lines: %v", lines)
 	}
 }
 
