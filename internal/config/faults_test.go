@@ -96,6 +96,7 @@ func TestWhenIsChecked(t *testing.T) {
 		{"{window: {from: 5}}", "proxies[0].loss.when.window.for", "required"},
 		{"{window: {from: -1, for: 3}}", "proxies[0].loss.when.window.from", "0 to 86400"},
 		{"{count: {first: -2}}", "proxies[0].loss.when.count.first", "0 to"},
+		{"{window: {from: 100, for: 0}}", "proxies[0].loss.when.window.for", "never open"},
 	} {
 		vs := violations(t, proxyDoc("loss: {percentage: 1, status: 503, when: "+c.when+"}"))
 		found := false

@@ -111,8 +111,8 @@ func (WindowSeconds) jsonSchema() map[string]any {
 func (w *When) Counted() bool { return w != nil && (w.Count != nil || w.Window != nil) }
 
 // validateWhen is V42 (a count is exactly one of first, every, after;
-// every is at least 1) and V43 (per is a header or the client, not both
-// nor neither) at a fault's when.
+// every is at least 1), V43 (per is a header or the client, not both nor
+// neither) and V44 (a window is open for some time) at a fault's when.
 func validateWhen(at string, w *When) []Violation {
 	if w == nil {
 		return nil
@@ -139,6 +139,10 @@ func validateWhen(at string, w *When) []Violation {
 		case c.First != nil && *c.First == 0:
 			vs = append(vs, Violation{Rule: "V42", Path: joinPath(at, "when.count.first"), Message: "first: 0 would never fire; give at least 1, or remove the fault"})
 		}
+	}
+	// V44: a window that is never open would never fire.
+	if win := w.Window; win != nil && win.For != nil && *win.For == 0 {
+		vs = append(vs, Violation{Rule: "V44", Path: joinPath(at, "when.window.for"), Message: "for: 0 is a window never open, so the fault would never fire; give the seconds it stays open, such as for: 30"})
 	}
 	if p := w.Per; p != nil {
 		switch {

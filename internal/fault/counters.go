@@ -27,6 +27,8 @@ const counterShards = 64
 // forgotten, so the bound is exact.
 type Counters struct {
 	state atomic.Pointer[counterState]
+	// max is how many keys are kept: MaxCounterKeys unless Bound says.
+	max uint64
 	// forgot says a key has been forgotten to make room since the last
 	// Forgot call said so; warned makes that once per state.
 	forgot atomic.Bool
@@ -66,12 +68,15 @@ type numberedKey struct {
 
 // NewCounters makes empty counters.
 func NewCounters() *Counters {
-	c := &Counters{}
+	c := &Counters{max: MaxCounterKeys}
 	c.state.Store(newCounterState())
 	return c
 }
 
 func newCounterState() *counterState { return &counterState{seed: maphash.MakeSeed()} }
+
+// Bound makes c keep at most n keys; called before c counts anything.
+func (c *Counters) Bound(n uint64) { c.max = n }
 
 // Adopt makes c count into old's counts from now on, as the proxy of a
 // runtime that replaces old's unchanged.
@@ -98,19 +103,19 @@ func (c *Counters) Count(scope *Scope, key string, now time.Time) (n uint64, fir
 	s := &st.shards[k%counterShards]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.seen[k]; ok && st.seq.Load()-e.num < MaxCounterKeys {
+	if e, ok := s.seen[k]; ok && st.seq.Load()-e.num < c.max {
 		e.n++
 		return e.n, e.first
 	}
 	num := st.seq.Add(1)
 	drop := 0
-	for drop < len(s.order) && num-s.order[drop].num >= MaxCounterKeys {
+	for drop < len(s.order) && num-s.order[drop].num >= c.max {
 		if e := s.seen[s.order[drop].k]; e != nil && e.num == s.order[drop].num {
 			delete(s.seen, s.order[drop].k)
 		}
 		drop++
 	}
-	if num > MaxCounterKeys && !st.warned.Load() && st.warned.CompareAndSwap(false, true) {
+	if num > c.max && !st.warned.Load() && st.warned.CompareAndSwap(false, true) {
 		c.forgot.Store(true)
 	}
 	s.order = append(s.order[drop:], numberedKey{k: k, num: num})
@@ -140,7 +145,7 @@ func (c *Counters) List() []Count {
 		s := &st.shards[i]
 		s.mu.Lock()
 		for _, e := range s.seen {
-			if latest-e.num >= MaxCounterKeys {
+			if latest-e.num >= c.max {
 				continue
 			}
 			out = append(out, Count{Mock: e.scope.Mock, Fault: e.scope.Fault, Key: e.key, N: e.n, FirstSeen: e.first})

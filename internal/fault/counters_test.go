@@ -2,9 +2,13 @@ package fault
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/config"
 )
 
 // TestCountersCountEachKeyOnce: concurrent counting loses and doubles
@@ -70,5 +74,29 @@ func TestCountersForgetTheOldestFirst(t *testing.T) {
 	}
 	if got := len(c.List()); got != MaxCounterKeys {
 		t.Errorf("%d kept, want %d", got, MaxCounterKeys)
+	}
+}
+
+// TestEveryConditionCountsTheRequest: a request that a loss stops is
+// still counted by the abort's condition after it (the count is of the
+// requests its headers admit).
+func TestEveryConditionCountsTheRequest(t *testing.T) {
+	counters := NewCounters()
+	drop, _ := config.ParsePattern(".")
+	one := config.CountN(1)
+	set := Set{
+		condition(&Loss{Percentage: 1, Status: 503}, &config.When{Headers: map[config.HeaderName]config.Pattern{"X-Drop": drop}}, "", "loss", counters),
+		condition(&Abort{Percentage: 1, At: config.AbortAtRequest}, &config.When{Count: &config.Count{First: &one}}, "", "abort", counters),
+	}
+	send := func(header http.Header) *recorder {
+		x := &recorder{ResponseRecorder: httptest.NewRecorder(), req: &http.Request{Header: header}}
+		set.Inject(Random{}, Key{Proxy: "zeta"}, x)
+		return x
+	}
+	if x := send(http.Header{"X-Drop": {"1"}}); fmt.Sprint(x.fired) != "[loss]" {
+		t.Fatalf("first: %v", x.fired)
+	}
+	if x := send(http.Header{}); x.cut || len(x.fired) != 0 {
+		t.Errorf("second: the abort's first request was the first, which the loss stopped: fired %v, cut %v", x.fired, x.cut)
 	}
 }

@@ -117,8 +117,20 @@ type Set []Fault
 // fires act, after telling x its name. It reports whether a Before fault
 // answered, which stops the rest.
 func (s Set) Inject(r Roller, k Key, x Exchange) (answered bool) {
-	for _, f := range s {
-		if c, ok := f.(*conditioned); ok && !c.when.Admits(x.Request(), time.Now()) {
+	// Every condition counts the request first, whatever fires: a count
+	// is of the requests its headers admit, not of those that reached it.
+	var barred [8]bool
+	var now time.Time
+	for i, f := range s {
+		if c, ok := f.(*conditioned); ok && i < len(barred) {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			barred[i] = !c.when.Admits(x.Request(), now)
+		}
+	}
+	for i, f := range s {
+		if i < len(barred) && barred[i] {
 			continue
 		}
 		roll, share := f.Roll()

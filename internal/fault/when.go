@@ -22,8 +22,9 @@ type Condition struct {
 	// per: the header whose value is the key (canonical), or the client.
 	perHeader string
 	perClient bool
-	// window, in time since the key's first request; zero span when none.
+	// window, in time since the key's first request, when windowed.
 	from, span time.Duration
+	windowed   bool
 
 	scope    Scope
 	counters *Counters
@@ -68,7 +69,7 @@ func NewCondition(w *config.When, mock, name string, counters *Counters) *Condit
 		c.perClient = p.Client != ""
 	}
 	if win := w.Window; win != nil {
-		c.from, c.span = seconds(float64(win.From)), seconds(float64(*win.For))
+		c.from, c.span, c.windowed = seconds(float64(win.From)), seconds(float64(*win.For)), true
 	}
 	return c
 }
@@ -83,7 +84,7 @@ func (c *Condition) Admits(r *http.Request, now time.Time) bool {
 			return false
 		}
 	}
-	if c.kind == countNone && c.span == 0 {
+	if c.kind == countNone && !c.windowed {
 		return true
 	}
 	n, first := c.counters.Count(&c.scope, c.key(r), now)
@@ -101,7 +102,7 @@ func (c *Condition) Admits(r *http.Request, now time.Time) bool {
 			return false
 		}
 	}
-	if c.span > 0 {
+	if c.windowed {
 		if since := now.Sub(first); since < c.from || since >= c.from+c.span {
 			return false
 		}
@@ -153,7 +154,7 @@ func Unconditioned(f Fault) Fault {
 // Counts reports whether a fault of the set keeps counters.
 func (s Set) Counts() bool {
 	for _, f := range s {
-		if c, ok := f.(*conditioned); ok && (c.when.kind != countNone || c.when.span > 0) {
+		if c, ok := f.(*conditioned); ok && (c.when.kind != countNone || c.when.windowed) {
 			return true
 		}
 	}

@@ -150,8 +150,19 @@ func Compile(doc *config.Document) (*Runtime, error) {
 // of its own: the overlay's mocks first, its faults instead of base's,
 // and counters of its own (SPEC §17.5).
 func CompileOverlay(base *config.Proxy, o *config.SessionProxy) (*Proxy, error) {
-	return compileProxy(o.Over(base))
+	p, err := compileProxy(o.Over(base))
+	if err != nil {
+		return nil, err
+	}
+	// A thousand sessions each counting as many keys as a proxy would
+	// be a hundred million: an overlay keeps fewer.
+	p.Counters.Bound(MaxSessionCounterKeys)
+	return p, nil
 }
+
+// MaxSessionCounterKeys is how many counter keys a session's overlay of
+// one proxy keeps (the newest), where a proxy keeps fault.MaxCounterKeys.
+const MaxSessionCounterKeys = 1000
 
 func compileProxy(c *config.Proxy) (*Proxy, error) {
 	u := *c.URL.URL()

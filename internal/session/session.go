@@ -90,13 +90,21 @@ func (r *Registry) Sync(ctx context.Context) bool {
 	if r.shared == nil {
 		return true
 	}
+	// Under the lock, so that a write of this replica's cannot land
+	// between the load and the swap and be undone by an older snapshot.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.syncLocked(ctx, false)
+}
+
+// syncLocked is Sync with r.mu held; recompile compiles every session
+// anew (the runtime changed), else an unchanged one is kept as it is.
+func (r *Registry) syncLocked(ctx context.Context, recompile bool) bool {
 	stored, err := r.shared.Load(ctx)
 	if err != nil {
 		r.log.Warn("cannot load the sessions; the ones in force stay", "error", err.Error())
 		return false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	before := r.current()
 	next := map[string]*Session{}
 	for _, st := range stored {
@@ -105,7 +113,7 @@ func (r *Registry) Sync(ctx context.Context) bool {
 			r.log.Warn("a stored session no longer fits the configuration; it does not apply here", "session", st.ID, "error", err.Error())
 			continue
 		}
-		if old := before[st.ID]; old != nil && old.Revision == st.Revision {
+		if old := before[st.ID]; old != nil && old.Revision == st.Revision && !recompile {
 			next[st.ID] = old // unchanged: compiled, and counting, already
 			continue
 		}
@@ -266,6 +274,15 @@ func (r *Registry) Recompile(rt *runtime.Runtime) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rt = rt
+	// Shared: load them again, so that a session that did not fit the
+	// configuration before (its proxy not here yet) does now.
+	if r.shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if r.syncLocked(ctx, true) {
+			return
+		}
+	}
 	next := map[string]*Session{}
 	for id, s := range r.current() {
 		c := *s

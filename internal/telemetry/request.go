@@ -85,11 +85,19 @@ func (r *Exchange) Fire(name, detail string) {
 // Fault is the request line's fault: the one that stood in for or cut the
 // answer (loss, abort or hang), "" when none of them fired.
 func (r *Exchange) Fault() string {
+	// A hang stands in for an answer an abort at response or body was
+	// to cut: the hang is what happened.
+	abort := false
 	for _, f := range r.Faults {
 		switch f {
-		case "loss", "abort", "hang":
+		case "loss", "hang":
 			return f
+		case "abort":
+			abort = true
 		}
+	}
+	if abort {
+		return "abort"
 	}
 	return ""
 }

@@ -124,6 +124,11 @@ func (ss Sessions) write(ctx context.Context, fn func(pgx.Tx) error) error {
 		return ss.fail(err)
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
+	// One writer of a configuration's sessions at a time, fleet-wide: the
+	// count and the insert of Create are then one step.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, SessionChannel(ss.s.name)); err != nil {
+		return ss.fail(err)
+	}
 	if err := fn(tx); err != nil {
 		if errors.Is(err, session.ErrFull) || errors.Is(err, session.ErrExists) || errors.Is(err, session.ErrNotFound) || errors.Is(err, session.ErrRevision) {
 			return err
