@@ -142,12 +142,15 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 	} else {
 		_, _ = io.WriteString(w, ": the journal's entries follow\n\n")
 	}
-	var sent uint64
+	// What was replayed, by its order: only those are skipped when they
+	// come live (an entry recorded meanwhile may be older than the newest
+	// replayed, and not among them).
+	sent := make(map[uint64]struct{}, len(replay))
 	for _, e := range replay {
 		if err := writeEvent(w, e); err != nil {
 			return
 		}
-		sent = e.Seq()
+		sent[e.Seq()] = struct{}{}
 	}
 	if rc.Flush() != nil {
 		return
@@ -161,7 +164,8 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 			_, err = io.WriteString(w, ": keep-alive\n\n")
 		case e := <-sub.C:
-			if e.Seq() <= sent {
+			if _, ok := sent[e.Seq()]; ok {
+				delete(sent, e.Seq())
 				continue // replayed already
 			}
 			if n := sub.Dropped(); n > 0 {
@@ -176,10 +180,11 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeEvent writes an entry as the event `request`, its id the entry's
-// (what an EventSource sends back as Last-Event-ID when it reconnects).
+// place in the order of recording (what an EventSource sends back as
+// Last-Event-ID when it reconnects; request ids repeat with retries).
 func writeEvent(w io.Writer, e *journal.Entry) error {
 	b, _ := json.Marshal(e)
-	_, err := fmt.Fprintf(w, "event: request\nid: %s\ndata: %s\n\n", e.ID, b)
+	_, err := fmt.Fprintf(w, "event: request\nid: %d\ndata: %s\n\n", e.Seq(), b)
 	return err
 }
 

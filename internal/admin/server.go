@@ -227,7 +227,7 @@ func (s *Server) routeTable() []route {
 		}},
 		{"GET", "/api/v1/requests/stream", s.streamRequests, api{operationID: "streamRequests",
 			tag: tagJournal, summary: "New requests as Server-Sent Events", action: ActRead, query: filterQuery,
-			about: "Each new entry that passes the filters is an event `request` whose data is the entry and whose id is the entry's. " +
+			about: "Each new entry that passes the filters is an event `request` whose data is the entry and whose id is its place in the order of recording. " +
 				"With `since` or `limit` the stream begins with the kept entries they select, as the list would show them, then follows; " +
 				"a reconnecting EventSource's `Last-Event-ID` resumes after that entry when it is still kept. A subscriber that falls behind " +
 				"loses entries, never slows the proxy, and is told by an event `dropped` with data `{\"dropped\": n}`.",

@@ -26,6 +26,7 @@ type Filter struct {
 
 	since     string    // an entry's id, when sinceTime is zero
 	sinceTime time.Time // exclusive
+	afterSeq  uint64    // a stream resumed after the entry of this order (Resume)
 	limit     int       // 0: all
 }
 
@@ -77,20 +78,23 @@ func ParseFilter(q url.Values, size int) (*Filter, error) {
 
 // Replays reports whether a stream under this filter begins with kept
 // entries (since or limit given) rather than only new ones.
-func (f *Filter) Replays() bool { return f.since != "" || !f.sinceTime.IsZero() || f.limit != 0 }
+func (f *Filter) Replays() bool {
+	return f.since != "" || !f.sinceTime.IsZero() || f.limit != 0 || f.afterSeq != 0
+}
 
-// Resume makes a stream without since begin after the entry of that id,
-// as an EventSource that reconnects names the last event it received
-// (Last-Event-ID). An id no longer kept resumes nothing: the stream
-// carries only new entries, and says so.
+// Resume makes a stream without since begin after the event of that id
+// (an entry's Seq), as an EventSource that reconnects names the last
+// event it received (Last-Event-ID). An event no longer kept resumes
+// nothing: the stream carries only new entries, and says so.
 func (f *Filter) Resume(id string, entries []*Entry, visible func(proxy string) bool) (known bool) {
 	if id == "" || f.since != "" || !f.sinceTime.IsZero() {
 		return true
 	}
-	if !slices.ContainsFunc(entries, func(e *Entry) bool { return e.ID == id && visible(e.Proxy) }) {
+	seq, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || !slices.ContainsFunc(entries, func(e *Entry) bool { return e.seq == seq && visible(e.Proxy) }) {
 		return false
 	}
-	f.since = id
+	f.afterSeq = seq
 	return true
 }
 
@@ -127,7 +131,7 @@ func (f *Filter) Select(entries []*Entry, visible func(proxy string) bool) ([]*E
 	}
 	out := []*Entry{}
 	for _, e := range entries {
-		if !f.sinceTime.IsZero() && !e.Time.After(f.sinceTime) {
+		if !f.sinceTime.IsZero() && !e.Time.After(f.sinceTime) || e.seq <= f.afterSeq {
 			continue
 		}
 		if visible(e.Proxy) && f.Matches(e) {
