@@ -2,8 +2,8 @@ package admin
 
 import (
 	"bufio"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
