@@ -496,3 +496,50 @@ func checkFaultsExample(t *testing.T, root string) {
 		t.Errorf("/busy: %d %v", r.status, r.header)
 	}
 }
+
+// TestHangsEndWithDoppel: a stopping Doppel ends its hanging requests at
+// once, each logged, rather than leaving them to their seconds.
+func TestHangsEndWithDoppel(t *testing.T) {
+	t.Parallel()
+	up, _ := faultUpstream(t)
+	cfg := serveConfig(t, t.TempDir(), 0, 0, faultProxies(up))
+	p, addr := serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
+	admin := adminAddrOf(t, p)
+	before := goroutines(t, admin)
+	var conns []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "GET /mock/hung HTTP/1.1\r\nHost: d\r\n\r\n")
+		conns = append(conns, c)
+	}
+	for goroutines(t, admin) < before+3 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopped := time.Now()
+	p.signal(syscall.SIGTERM)
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+			t.Errorf("a hang at shutdown: %d bytes, %v", n, err)
+		}
+	}
+	if code := p.waitExit(exitTimeout); code != wantOK {
+		t.Fatalf("exit %d\n%s", code, p)
+	}
+	if took := time.Since(stopped); took > 5*time.Second {
+		t.Errorf("stopping took %v with hangs of 30 s", took)
+	}
+	n := 0
+	for _, l := range p.jsonLines() {
+		if l["msg"] == "request" && l["path"] == "/mock/hung" && l["status"] == json.Number("444") {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d of 3 hangs logged as 444 at shutdown", n)
+	}
+}

@@ -556,6 +556,11 @@ func serveUntilSignal(logger *telemetry.Logger, signals <-chan os.Signal, proxie
 		logger.Warn("in-flight requests did not finish in time", "error", err.Error())
 		_ = proxies.srv.Close()
 	}
+	// Hanging requests hold connections the server handed over: they end
+	// now, each recorded before the log is flushed.
+	if h, ok := proxies.srv.Handler.(*proxy.Handler); ok {
+		h.EndHangs()
+	}
 	logger.Info("stopped")
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/fault"
@@ -170,6 +172,13 @@ func (ex *exchange) Hang(d time.Duration) {
 		// Nothing of the server's is used again: what the record needs
 		// is in it.
 		ex.w, ex.conn, ex.base = nil, nil, nil
+		if !ex.handler.hangs.add(c) {
+			_ = c.Close() // shutting down
+			ex.rec.Status = statusCut
+			ex.rec.Duration = time.Since(ex.start)
+			ex.handler.logRequest(ex)
+			return
+		}
 		go ex.hangOn(c, start.Add(d))
 		return
 	}
@@ -189,19 +198,72 @@ func (ex *exchange) Hang(d time.Duration) {
 // hangOn waits on a taken connection until the client leaves or the hang
 // is over, closes it, and records the request.
 func (ex *exchange) hangOn(c net.Conn, until time.Time) {
+	hangs := &ex.handler.hangs
+	defer hangs.done(c)
 	_ = c.SetReadDeadline(until)
 	var buf [512]byte
 	var err error
 	for err == nil {
 		_, err = c.Read(buf[:])
 	}
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	switch ne, ok := err.(net.Error); {
+	case ok && ne.Timeout():
 		ex.rec.Status = statusCut
 		ex.rec.Duration = time.Since(ex.start)
 		closeConn(c, false)
-	} else {
+	case hangs.ending.Load():
+		// Doppel is stopping: EndHangs closed it.
+		ex.rec.Status = statusCut
+		ex.rec.Duration = time.Since(ex.start)
+	default:
 		ex.clientLeft()
 		_ = c.Close()
 	}
 	ex.handler.logRequest(ex)
+}
+
+// hangs are the connections hanging requests hold, so that a stopping
+// Doppel can end them; their lock is taken only by hanging requests.
+type hangs struct {
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+	ending atomic.Bool
+}
+
+// add holds c, unless the hangs are ending.
+func (hs *hangs) add(c net.Conn) bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.ending.Load() {
+		return false
+	}
+	if hs.conns == nil {
+		hs.conns = map[net.Conn]struct{}{}
+	}
+	hs.conns[c] = struct{}{}
+	hs.wg.Add(1)
+	return true
+}
+
+func (hs *hangs) done(c net.Conn) {
+	hs.mu.Lock()
+	delete(hs.conns, c)
+	hs.mu.Unlock()
+	hs.wg.Done()
+}
+
+// EndHangs closes every connection a hang holds, waits until each has
+// been recorded, and refuses new hangs: for a stopping Doppel, after its
+// server has shut down (which does not know the connections it handed
+// over).
+func (h *Handler) EndHangs() {
+	hs := &h.hangs
+	hs.mu.Lock()
+	hs.ending.Store(true)
+	for c := range hs.conns {
+		_ = c.Close()
+	}
+	hs.mu.Unlock()
+	hs.wg.Wait()
 }

@@ -51,6 +51,7 @@ type Handler struct {
 	external  *External
 	journal   *journal.Journal
 	sessions  *session.Registry
+	hangs     hangs
 }
 
 // Options configure a Handler.
