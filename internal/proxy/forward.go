@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -126,6 +128,29 @@ func setOr(out, in http.Header, key, value string) {
 // Connection field named when Go's transport deleted that field, then
 // keeps the client behind the proxy: Location and text bodies naming the
 // upstream are rewritten to name Doppel.
+// maxHeldBody bounds the upstream body read ahead of an injected delay.
+const maxHeldBody = 64 << 10
+
+// holdWhileDelayed reads a small upstream body now when the answer is
+// about to wait out an injected latency, so that the upstream connection
+// goes back to the pool for the wait instead of being held by it: a
+// thousand delayed requests in flight then need a few upstream
+// connections, not a thousand. A body of unknown or larger size streams
+// as before.
+func (ex *exchange) holdWhileDelayed(res *http.Response) error {
+	if ex.latency <= 0 || time.Since(ex.start) >= ex.latency ||
+		res.ContentLength <= 0 || res.ContentLength > maxHeldBody || res.StatusCode == http.StatusSwitchingProtocols {
+		return nil
+	}
+	b := make([]byte, res.ContentLength)
+	if _, err := io.ReadFull(res.Body, b); err != nil {
+		return err
+	}
+	_ = res.Body.Close()
+	res.Body = io.NopCloser(bytes.NewReader(b))
+	return nil
+}
+
 func (h *Handler) modifyResponse(res *http.Response) error {
 	ex := exchangeFrom(res.Request.Context())
 	ex.rec.UpstreamContacted = true
@@ -142,6 +167,9 @@ func (h *Handler) modifyResponse(res *http.Response) error {
 	if ex.upstreamConn != nil {
 		// An idle connection holds no block.
 		ex.upstreamConn.release()
+	}
+	if err := ex.holdWhileDelayed(res); err != nil {
+		return err
 	}
 
 	c := ex.proxy.Config

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/doppelproxy/doppel/internal/fault"
 )
@@ -163,4 +166,39 @@ func newTLS(t *testing.T, h http.Handler) *httptest.Server {
 
 func withGotConn(ctx context.Context, reused *bool) context.Context {
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { *reused = i.Reused }})
+}
+
+// TestADelayedAnswerHoldsNoUpstreamConnection: a small upstream body is
+// read before an injected latency is waited out, so the upstream
+// connection serves the next request meanwhile: twenty delayed requests
+// that arrive 10 ms apart need one or two upstream connections, not
+// twenty.
+func TestADelayedAnswerHoldsNoUpstreamConnection(t *testing.T) {
+	var conns atomic.Int64
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		_, _ = w.Write([]byte("small"))
+	}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	up.Start()
+	t.Cleanup(up.Close)
+	d := start(t, oneProxy(up.URL, "latency: {percentage: 1, min: 0.5, max: 0.5}"), nil)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		time.Sleep(10 * time.Millisecond)
+		wg.Go(func() {
+			res, body := get(t, d.URL+fmt.Sprintf("/x%d", i), nil)
+			if res.StatusCode != 200 || string(body) != "small" {
+				t.Errorf("%d %q", res.StatusCode, body)
+			}
+		})
+	}
+	wg.Wait()
+	if n := conns.Load(); n > 5 {
+		t.Errorf("%d upstream connections for 20 delayed requests", n)
+	}
 }
