@@ -92,6 +92,25 @@ func TestSessionsChooseTheirOwnFaults(t *testing.T) {
 		t.Errorf("%d entries of suite-a: %s", n, list.body)
 	}
 
+	// The session's counters are its own, listed and reset apart from the
+	// proxy's.
+	own := mustGet(t, newClient(), s.admin+"/api/v1/proxies/shop/counters?session=suite-a", nil)
+	if own.status != 200 || !strings.Contains(string(own.body), `"count":2`) {
+		t.Errorf("suite-a's counters: %d %s", own.status, own.body)
+	}
+	if base := mustGet(t, newClient(), s.admin+"/api/v1/proxies/shop/counters", nil); !strings.Contains(string(base.body), `"counters":[]`) {
+		t.Errorf("the proxy's own counters: %s", base.body)
+	}
+	if r := call(t, "DELETE", s.admin+"/api/v1/proxies/shop/counters?session=suite-a", ""); r.status != 204 {
+		t.Errorf("reset suite-a's counters: %d %s", r.status, r.body)
+	}
+	if r := get("/elsewhere", "suite-a"); r.status != 503 {
+		t.Errorf("suite-a's first forwarded request after its reset: %d", r.status)
+	}
+	if r := mustGet(t, newClient(), s.admin+"/api/v1/proxies/shop/counters?session=nobody", nil); r.status != 404 {
+		t.Errorf("an unknown session's counters: %d", r.status)
+	}
+
 	// Compare-and-swap: a stale revision is refused; none is 428.
 	put := func(rev, body string) response {
 		t.Helper()

@@ -34,7 +34,11 @@ func (s *Server) listCounters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []counterJSON{}
-	if p := s.compiled(string(c.Name)); p != nil {
+	p, ok := s.countersOf(w, r, string(c.Name))
+	if !ok {
+		return
+	}
+	if p != nil {
 		for _, n := range p.Counters.List() {
 			e := counterJSON{Fault: n.Fault, Key: n.Key, Count: n.N, FirstSeen: n.FirstSeen.UTC().Format(time.RFC3339Nano)}
 			if n.Mock != "" {
@@ -55,12 +59,30 @@ func (s *Server) resetCounters(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, ActUpdate, c) {
 		return
 	}
-	p := s.compiled(name)
-	if c == nil || p == nil {
+	if c == nil || s.compiled(name) == nil {
 		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+		return
+	}
+	p, ok := s.countersOf(w, r, name)
+	if !ok {
 		return
 	}
 	p.Counters.Reset()
 	p.Attempts.Reset()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// countersOf is the compiled proxy whose counters a call reads: the
+// proxy's own, or with ?session= that session's overlay of it (404 when
+// no live session lays one over it).
+func (s *Server) countersOf(w http.ResponseWriter, r *http.Request, name string) (*runtime.Proxy, bool) {
+	id := r.URL.Query().Get("session")
+	if id == "" {
+		return s.compiled(name), true
+	}
+	if o := s.Sessions.Lookup(id, name); o != nil {
+		return o, true
+	}
+	apierr.Write(w, apierr.NotFound, "no live session "+id+" lays an overlay over proxy "+name)
+	return nil, false
 }

@@ -108,7 +108,7 @@ var queryParams = map[string]map[string]any{
 	"mock":    {"description": "Only the entries this mock answered.", "schema": map[string]any{"type": "string"}},
 	"method":  {"description": "Only this method (any case).", "schema": map[string]any{"type": "string"}, "example": "POST"},
 	"path":    {"description": "Only paths this regular expression matches (unanchored).", "schema": map[string]any{"type": "string"}, "example": "^/orders"},
-	"session": {"description": "Only this session's entries.", "schema": map[string]any{"type": "string"}},
+	"session": {"description": "Only this session's: its entries, or its overlay's counters.", "schema": map[string]any{"type": "string"}},
 	"since":   {"description": "Only entries after this one: an entry's `id`, or an RFC 3339 time (exclusive).", "schema": map[string]any{"type": "string"}},
 	"limit":   {"description": "Only the newest this many (still oldest first), 1 to `journal.size`.", "schema": map[string]any{"type": "integer", "minimum": 1}},
 }

@@ -26,7 +26,10 @@ const counterShards = 64
 // sequence, and a key MaxCounterKeys or more behind the latest is
 // forgotten, so the bound is exact.
 type Counters struct {
-	state atomic.Pointer[counterState]
+	// state is shared with the Counters this one adopted (and they with
+	// it): a reset through either, even while a reload is under way, is a
+	// reset of both.
+	state *atomic.Pointer[counterState]
 	// max is how many keys are kept: MaxCounterKeys unless Bound says.
 	max uint64
 	// forgot says a key has been forgotten to make room since the last
@@ -69,6 +72,7 @@ type numberedKey struct {
 // NewCounters makes empty counters.
 func NewCounters() *Counters {
 	c := &Counters{max: MaxCounterKeys}
+	c.state = &atomic.Pointer[counterState]{}
 	c.state.Store(newCounterState())
 	return c
 }
@@ -80,7 +84,8 @@ func (c *Counters) Bound(n uint64) { c.max = n }
 
 // Adopt makes c count into old's counts from now on, as the proxy of a
 // runtime that replaces old's unchanged.
-func (c *Counters) Adopt(old *Counters) { c.state.Store(old.state.Load()) }
+// It is called before c counts anything and is put in force.
+func (c *Counters) Adopt(old *Counters) { c.state = old.state }
 
 // Reset forgets every count.
 func (c *Counters) Reset() { c.state.Store(newCounterState()) }

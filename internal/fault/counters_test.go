@@ -100,3 +100,16 @@ func TestEveryConditionCountsTheRequest(t *testing.T) {
 		t.Errorf("second: the abort's first request was the first, which the loss stopped: fired %v, cut %v", x.fired, x.cut)
 	}
 }
+
+// TestAResetReachesTheAdopter: a reset through the counters a reload is
+// replacing also resets those replacing them.
+func TestAResetReachesTheAdopter(t *testing.T) {
+	old, next := NewCounters(), NewCounters()
+	s := &Scope{Fault: "loss"}
+	old.Count(s, "k", time.Now())
+	next.Adopt(old)
+	old.Reset()
+	if n, _ := next.Count(s, "k", time.Now()); n != 1 {
+		t.Errorf("after a reset through the old counters: %d", n)
+	}
+}

@@ -7,6 +7,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +25,21 @@ import (
 
 // Channel is the NOTIFY channel of a configuration name: every write
 // notifies it, every serve of that name listens on it.
-func Channel(name string) string { return "doppel_config_" + name }
+func Channel(name string) string { return channelName("doppel_config_", name) }
+
+// maxIdentifier is PostgreSQL's longest name (NAMEDATALEN - 1), channels'
+// included.
+const maxIdentifier = 63
+
+// channelName is prefix+name, or, when that would be longer than a
+// channel may be, prefix and a hash of name.
+func channelName(prefix, name string) string {
+	if len(prefix)+len(name) <= maxIdentifier {
+		return prefix + name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return prefix + hex.EncodeToString(sum[:16])
+}
 
 // Store is a PostgreSQL store of one configuration name.
 type Store struct {

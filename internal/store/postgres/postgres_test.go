@@ -255,3 +255,17 @@ func TestListenRetriesAFailedChange(t *testing.T) {
 	case <-time.After(time.Second):
 	}
 }
+
+// TestChannelsFitPostgreSQLsNames: a long configuration name still makes
+// channels PostgreSQL takes, distinct per name.
+func TestChannelsFitPostgreSQLsNames(t *testing.T) {
+	long := strings.Repeat("n", 80)
+	for _, c := range []string{Channel(long), SessionChannel(long), SessionChannel(long + "x")} {
+		if len(c) > maxIdentifier {
+			t.Errorf("%s is %d bytes", c, len(c))
+		}
+	}
+	if SessionChannel(long) == SessionChannel(long+"x") || Channel("default") != "doppel_config_default" {
+		t.Error("channels are not one per name, or a short name's changed")
+	}
+}

@@ -12,7 +12,7 @@ import (
 )
 
 // SessionChannel is the NOTIFY channel of a configuration's sessions.
-func SessionChannel(name string) string { return "doppel_sessions_" + name }
+func SessionChannel(name string) string { return channelName("doppel_sessions_", name) }
 
 // Sessions keeps a configuration's sessions in the sessions table, for
 // every replica (session.Shared).
