@@ -391,6 +391,18 @@ func ref(name string) map[string]any {
 	return map[string]any{"$ref": "#/components/schemas/" + name}
 }
 
+// sessionSchema is a session as an answer shows it; proxies says how its
+// proxies are shown.
+func sessionSchema(proxies map[string]any) map[string]any {
+	return object([]string{"id", "expires_at", "revision", "ttl", "proxies"}, map[string]any{
+		"id":         ref("SessionID"),
+		"expires_at": map[string]any{"type": "string", "format": "date-time"},
+		"revision":   ref("Revision"),
+		"ttl":        ref("SessionTTL"),
+		"proxies":    proxies,
+	})
+}
+
 // configSchemas are the configuration schema's $defs, their references
 // pointed at components/schemas: OpenAPI 3.1 schemas are JSON Schema
 // 2020-12, so they are used as they are.
@@ -574,23 +586,11 @@ func answerSchemas() map[string]any {
 			"gaps_ms":  map[string]any{"type": "array", "items": map[string]any{"type": "number"}},
 			"requests": map[string]any{"type": "array", "items": ref("RequestEntry"), "description": "The matched entries, oldest first."},
 		}),
-		"SessionInfo": object([]string{"id", "expires_at", "revision", "ttl", "proxies"}, map[string]any{
-			"id":         ref("SessionID"),
-			"expires_at": map[string]any{"type": "string", "format": "date-time"},
-			"revision":   ref("Revision"),
-			"ttl":        ref("SessionTTL"),
-			"proxies":    map[string]any{"type": "array", "items": ref("ProxyName"), "description": "The proxies it lays over."},
-		}),
+		"SessionInfo": sessionSchema(map[string]any{"type": "array", "items": ref("ProxyName"), "description": "The proxies it lays over."}),
 		"SessionList": object([]string{"sessions"}, map[string]any{
 			"sessions": map[string]any{"type": "array", "items": ref("SessionInfo")},
 		}),
-		"SessionRead": object([]string{"id", "expires_at", "revision", "ttl", "proxies"}, map[string]any{
-			"id":         ref("SessionID"),
-			"expires_at": map[string]any{"type": "string", "format": "date-time"},
-			"revision":   ref("Revision"),
-			"ttl":        ref("SessionTTL"),
-			"proxies":    map[string]any{"type": "object", "additionalProperties": ref("SessionProxy"), "description": "What it lays over each proxy, as written."},
-		}),
+		"SessionRead": sessionSchema(map[string]any{"type": "object", "additionalProperties": ref("SessionProxy"), "description": "What it lays over each proxy, as written."}),
 		"VerifyResult": object([]string{"matched", "gaps_ms"}, map[string]any{
 			"matched": withDescription(count, "How many entries match."),
 			"gaps_ms": map[string]any{"type": "array", "items": map[string]any{"type": "number"}, "description": "Milliseconds between consecutive matched entries."},

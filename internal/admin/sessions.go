@@ -96,13 +96,18 @@ func (s *Server) mayReadAll(r *http.Request, sess *session.Session) bool {
 	return true
 }
 
-func (s *Server) parseSession(w http.ResponseWriter, raw []byte) (*config.Session, bool) {
+// sessionSpec reads, authorizes and parses a session's body.
+func (s *Server) sessionSpec(w http.ResponseWriter, r *http.Request) ([]byte, *config.Session, bool) {
+	raw, ok := s.readSessionBody(w, r)
+	if !ok {
+		return nil, nil, false
+	}
 	spec, err := config.ParseSession(raw, s.ctl.Runtime().Document)
 	if err != nil {
 		writeInvalid(w, err)
-		return nil, false
+		return nil, nil, false
 	}
-	return spec, true
+	return raw, spec, true
 }
 
 func (s *Server) writeSessionFailure(w http.ResponseWriter, err error) {
@@ -127,11 +132,7 @@ func (s *Server) writeSessionFailure(w http.ResponseWriter, err error) {
 
 // createSession answers POST /api/v1/sessions.
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
-	raw, ok := s.readSessionBody(w, r)
-	if !ok {
-		return
-	}
-	spec, ok := s.parseSession(w, raw)
+	raw, spec, ok := s.sessionSpec(w, r)
 	if !ok {
 		return
 	}
@@ -139,7 +140,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.ConfigInvalid, "a new session has no revision: send none")
 		return
 	}
-	sess, err := s.Sessions.Create(r.Context(), spec, proxiesOf(raw))
+	sess, err := s.Sessions.Create(r.Context(), spec, raw)
 	if err != nil {
 		s.writeSessionFailure(w, err)
 		return
@@ -208,11 +209,7 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	raw, ok := s.readSessionBody(w, r)
-	if !ok {
-		return
-	}
-	spec, ok := s.parseSession(w, raw)
+	raw, spec, ok := s.sessionSpec(w, r)
 	if !ok {
 		return
 	}
@@ -237,7 +234,7 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.RevisionRequired, "an update carries the revision it is based on: in If-Match, or as revision in the body")
 		return
 	}
-	next, err := s.Sessions.Replace(r.Context(), sess.ID, revision, spec, proxiesOf(raw))
+	next, err := s.Sessions.Replace(r.Context(), sess.ID, revision, spec, raw)
 	if err != nil {
 		s.writeSessionFailure(w, err)
 		return
@@ -257,13 +254,4 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// proxiesOf is the proxies object of a session's body as it was sent.
-func proxiesOf(raw []byte) json.RawMessage {
-	var top struct {
-		Proxies json.RawMessage `json:"proxies"`
-	}
-	_ = json.Unmarshal(raw, &top)
-	return top.Proxies
 }

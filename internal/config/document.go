@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 )
@@ -204,6 +205,21 @@ type Faults struct {
 // Faults are the proxy's own fault settings.
 func (p *Proxy) Faults() Faults {
 	return Faults{Loss: p.Loss, Latency: p.Latency, Abort: p.Abort, Hang: p.Hang, Bandwidth: p.Bandwidth}
+}
+
+// setFaults makes f the proxy's fault settings.
+func (p *Proxy) setFaults(f Faults) {
+	p.Loss, p.Latency, p.Abort, p.Hang, p.Bandwidth = f.Loss, f.Latency, f.Abort, f.Hang, f.Bandwidth
+}
+
+// over is f with base's settings for the kinds f does not declare.
+func (f Faults) over(base Faults) Faults {
+	f.Loss = cmp.Or(f.Loss, base.Loss)
+	f.Latency = cmp.Or(f.Latency, base.Latency)
+	f.Abort = cmp.Or(f.Abort, base.Abort)
+	f.Hang = cmp.Or(f.Hang, base.Hang)
+	f.Bandwidth = cmp.Or(f.Bandwidth, base.Bandwidth)
+	return f
 }
 
 // Faults are the mock's own fault settings.

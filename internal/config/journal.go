@@ -74,21 +74,9 @@ func (JournalSize) jsonSchema() map[string]any {
 type JournalBytes int64
 
 func (v *JournalBytes) UnmarshalYAML(n ast.Node) error {
-	var b int64
-	if _, ok := unwrap(n).(*ast.IntegerNode); ok {
-		i, err := integerValue(n, "a byte size")
-		if err != nil {
-			return err
-		}
-		b = i
-	} else {
-		s, err := stringValue(n, "a byte size such as 4096 or 4Ki")
-		if err != nil {
-			return err
-		}
-		if b, err = ParseBytes(s); err != nil {
-			return refuse(n, "%v", err)
-		}
+	b, err := byteCount(n, "a byte size such as 4096 or 4Ki")
+	if err != nil {
+		return err
 	}
 	switch {
 	case b < 0:

@@ -113,21 +113,7 @@ func (o *SessionProxy) Over(base *Proxy) *Proxy {
 	if o.Replace != nil {
 		p.Replace = o.Replace
 	}
-	if o.Loss != nil {
-		p.Loss = o.Loss
-	}
-	if o.Latency != nil {
-		p.Latency = o.Latency
-	}
-	if o.Abort != nil {
-		p.Abort = o.Abort
-	}
-	if o.Hang != nil {
-		p.Hang = o.Hang
-	}
-	if o.Bandwidth != nil {
-		p.Bandwidth = o.Bandwidth
-	}
+	p.setFaults(o.Faults().over(base.Faults()))
 	return &p
 }
 
@@ -165,13 +151,8 @@ func ParseSession(src []byte, doc *Document) (*Session, error) {
 		// mocks' indices are the session's.
 		own := *base
 		own.Mocks = o.Mocks
-		own.Loss, own.Latency, own.Abort, own.Hang, own.Bandwidth = o.Loss, o.Latency, o.Abort, o.Hang, o.Bandwidth
-		for _, v := range validateProxy(at, own) {
-			if v.Rule == "V11" {
-				continue // the proxy's own resolution, not the session's
-			}
-			vs = append(vs, v)
-		}
+		own.setFaults(o.Faults())
+		vs = append(vs, validateProxy(at, own)...)
 		s.Proxies[name] = o
 	}
 	if len(s.Proxies) == 0 {

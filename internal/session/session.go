@@ -194,8 +194,9 @@ func (r *Registry) List() []*Session {
 	return out
 }
 
-// Create makes a session of spec; its id is spec's, or a new one.
-func (r *Registry) Create(ctx context.Context, spec *config.Session, raw json.RawMessage) (*Session, error) {
+// Create makes a session of spec, read from body; its id is spec's, or a
+// new one.
+func (r *Registry) Create(ctx context.Context, spec *config.Session, body []byte) (*Session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := r.current()
@@ -208,7 +209,7 @@ func (r *Registry) Create(ctx context.Context, spec *config.Session, raw json.Ra
 	if r.shared == nil && len(cur) >= MaxLive {
 		return nil, ErrFull
 	}
-	s, err := r.build(id, spec, raw)
+	s, err := r.build(id, spec, proxiesOf(body))
 	if err != nil {
 		return nil, err
 	}
@@ -221,9 +222,9 @@ func (r *Registry) Create(ctx context.Context, spec *config.Session, raw json.Ra
 	return s, nil
 }
 
-// Replace writes spec over the session id if its revision is still
-// revision; its expiry counts again from now.
-func (r *Registry) Replace(ctx context.Context, id, revision string, spec *config.Session, raw json.RawMessage) (*Session, error) {
+// Replace writes spec, read from body, over the session id if its
+// revision is still revision; its expiry counts again from now.
+func (r *Registry) Replace(ctx context.Context, id, revision string, spec *config.Session, body []byte) (*Session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := r.current()
@@ -234,7 +235,7 @@ func (r *Registry) Replace(ctx context.Context, id, revision string, spec *confi
 	if r.shared == nil && old.Revision != revision {
 		return nil, ErrRevision
 	}
-	s, err := r.build(id, spec, raw)
+	s, err := r.build(id, spec, proxiesOf(body))
 	if err != nil {
 		return nil, err
 	}
@@ -351,16 +352,18 @@ func (r *Registry) publish(cur map[string]*Session, s *Session) {
 func (r *Registry) build(id string, spec *config.Session, raw json.RawMessage) (*Session, error) {
 	s := &Session{ID: id, Spec: spec, Raw: raw, ExpiresAt: r.now().Add(time.Duration(*spec.TTL) * time.Second)}
 	s.Revision = revisionOf(spec)
+	s.Proxies = map[string]*runtime.Proxy{}
 	for name, o := range spec.Proxies {
 		base := r.rt.Document.Proxy(string(name))
 		if base == nil {
 			return nil, fmt.Errorf("no proxy is named %s", name)
 		}
-		if _, err := runtime.CompileOverlay(base, &o); err != nil {
+		p, err := runtime.CompileOverlay(base, &o)
+		if err != nil {
 			return nil, err
 		}
+		s.Proxies[string(name)] = p
 	}
-	s.Proxies = r.compile(id, spec)
 	return s, nil
 }
 
