@@ -345,18 +345,9 @@ which, and the matched requests follow).`,
 			if err := a.resolve(cmd); err != nil {
 				return err
 			}
-			var body []byte
-			var err error
-			switch file {
-			case "":
-				return usage("--file is required: the verification as JSON, or - for stdin")
-			case "-":
-				body, err = io.ReadAll(cmd.InOrStdin())
-			default:
-				body, err = os.ReadFile(file)
-			}
+			body, err := readJSONFile(cmd, file, "verification")
 			if err != nil {
-				return failed("reading the verification: %v", err)
+				return err
 			}
 			status, raw, err := a.fetch("POST", "/api/v1/requests/verify", body, http.StatusOK, http.StatusConflict)
 			if err != nil {

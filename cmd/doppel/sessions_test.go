@@ -217,3 +217,51 @@ func checkSessionsExample(t *testing.T, root string) {
 		t.Errorf("the Python suite: %v\n%s", err, out)
 	}
 }
+
+// TestSessionsAndCountersFromTheCommandLine: a script creates a session,
+// takes its id, reads and resets its counters, and ends it.
+func TestSessionsAndCountersFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("shop", "http://127.0.0.1:9", ""))
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	s := serveArgs(t, dir, nil, "serve", "--config", cfg)
+	defer s.stop(t)
+	run := func(args ...string) result {
+		t.Helper()
+		return doppel(t, invocation{args: append(args, "--admin", s.admin)})
+	}
+	body := writeFile(t, t.TempDir(), "s.json", `{"proxies": {"shop": {"loss": {"percentage": 1.0, "status": 503, "when": {"count": {"first": 1}}}}}}`)
+	r := run("sessions", "create", "--file", body)
+	id := strings.TrimSpace(r.stdout)
+	if r.code != wantOK || len(id) != 22 {
+		t.Fatalf("create: %s", r)
+	}
+	if got := call(t, "GET", s.proxy+"/x", "", "X-Doppel-Session", id); got.status != 503 {
+		t.Errorf("in the session: %d", got.status)
+	}
+	if r := run("sessions", "list"); r.code != wantOK || !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, "shop") {
+		t.Errorf("list: %s", r)
+	}
+	if r := run("counters", "list", "--proxy", "shop", "--session", id); r.code != wantOK || !strings.Contains(r.stdout, "loss") {
+		t.Errorf("counters list: %s", r)
+	}
+	if r := run("counters", "reset", "--proxy", "shop", "--session", id); r.code != wantOK {
+		t.Errorf("counters reset: %s", r)
+	}
+	if got := call(t, "GET", s.proxy+"/x", "", "X-Doppel-Session", id); got.status != 503 {
+		t.Errorf("in the session after a reset: %d", got.status)
+	}
+	if r := run("counters", "list", "--proxy", "shop", "-o", "json"); r.code != wantOK || !strings.Contains(r.stdout, `"counters":[]`) {
+		t.Errorf("the proxy's own counters: %s", r)
+	}
+	if r := run("sessions", "end", id); r.code != wantOK || r.stdout != "ended: "+id+"\n" {
+		t.Errorf("end: %s", r)
+	}
+	if r := run("sessions", "end", id); r.code == wantOK || !strings.Contains(r.stderr, "NOT_FOUND") {
+		t.Errorf("end again: %s", r)
+	}
+	if r := run("counters", "list"); r.code == wantOK || !strings.Contains(r.stderr, "--proxy is required") {
+		t.Errorf("no proxy: %s", r)
+	}
+}
