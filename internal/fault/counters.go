@@ -79,6 +79,9 @@ func NewCounters() *Counters {
 
 func newCounterState() *counterState { return &counterState{seed: maphash.MakeSeed()} }
 
+// Max is how many keys c keeps.
+func (c *Counters) Max() uint64 { return c.max }
+
 // Bound makes c keep at most n keys; called before c counts anything.
 func (c *Counters) Bound(n uint64) { c.max = n }
 

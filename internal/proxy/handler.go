@@ -381,7 +381,7 @@ func (h *Handler) finish(ex *exchange) {
 func (h *Handler) logRequest(ex *exchange) {
 	if p := ex.proxy; p != nil && p.Counted && p.Counters.Forgot() {
 		h.log.Warn("a fault condition's counters are full: the oldest keys are forgotten from now on",
-			"proxy", p.Name, "keys", fault.MaxCounterKeys)
+			"proxy", p.Name, "session", ex.rec.Session, "keys", p.Counters.Max())
 	}
 	h.metrics.ObserveProxy(&ex.rec)
 	h.log.LogRequest(&ex.rec)
