@@ -148,6 +148,10 @@ func faultProxies(up string) string {
         request: {method: GET, url: "^/mock/hung$"}
         response: {status: 200, body: "never"}
         proxy: {hang: {percentage: 1, seconds: 30}}
+      - name: delayed
+        request: {method: GET, url: "^/mock/delayed$"}
+        response: {status: 200, json: '{"ok": true}'}
+        proxy: {latency: {percentage: 1, min: 30, max: 30}}
 `, up)
 	return b.String()
 }
@@ -372,7 +376,7 @@ func adminAddrOf(t testing.TB, p *proc) string {
 func TestHangsCostAParkedGoroutine(t *testing.T) {
 	t.Parallel()
 	const n = 500
-	perHang, rssBefore := holdHangs(t, n)
+	perHang, rssBefore := holdHangs(t, n, hungPath, hangLogged)
 	// 5,000 at once must stay under 100 MiB (BenchmarkFiveThousandHangs
 	// measures it).
 	if total := perHang*5000 + float64(rssBefore); total > 100<<20 {
@@ -385,17 +389,28 @@ func TestHangsCostAParkedGoroutine(t *testing.T) {
 // -bench FiveThousandHangs -benchtime 1x.
 func BenchmarkFiveThousandHangs(b *testing.B) {
 	for b.Loop() {
-		perHang, rssBefore := holdHangs(b, 5000)
+		perHang, rssBefore := holdHangs(b, 5000, hungPath, hangLogged)
 		b.ReportMetric((perHang*5000+float64(rssBefore))/(1<<20), "MiB-RSS")
 		b.ReportMetric(perHang/1024, "KiB/hang")
 	}
 }
 
-// holdHangs starts Doppel, holds n requests in a hang, checks that each
-// holds a goroutine, lets the clients go and checks that everything is
-// freed and logged. It returns the resident memory each hang added, and
-// what there was before.
-func holdHangs(tb testing.TB, n int) (perHang float64, rssBefore int64) {
+const (
+	hungPath    = "/mock/hung"
+	delayedPath = "/mock/delayed"
+)
+
+// hangLogged is the line of a hang whose client left.
+func hangLogged(l map[string]any) bool {
+	return l["path"] == hungPath && l["status"] == json.Number("499") && l["fault"] == "hang"
+}
+
+// holdHangs starts Doppel, holds n requests to path (a hang, or a long
+// delay), checks that each holds one goroutine, lets the clients go and
+// checks that everything is freed and that each request got the line
+// logged says. It returns the resident memory each request added, and what
+// there was before.
+func holdHangs(tb testing.TB, n int, path string, logged func(map[string]any) bool) (perHang float64, rssBefore int64) {
 	tb.Helper()
 	up, _ := faultUpstream(tb)
 	cfg := serveConfig(tb, tb.TempDir(), 0, 0, faultProxies(up))
@@ -415,7 +430,7 @@ func holdHangs(tb testing.TB, n int) (perHang float64, rssBefore int64) {
 			tb.Fatal(err)
 		}
 		conns = append(conns, c)
-		if _, err := io.WriteString(c, "GET /mock/hung HTTP/1.1\r\nHost: d\r\n\r\n"); err != nil {
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: d\r\n\r\n"); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -428,10 +443,10 @@ func holdHangs(tb testing.TB, n int) (perHang float64, rssBefore int64) {
 	during := goroutines(tb, admin)
 	rss := rssOf(tb, p.cmd.Process.Pid)
 	perHang = float64(rss-rssBefore) / float64(n)
-	tb.Logf("%d hanging requests: %d goroutines (from %d), RSS %.1f MiB (from %.1f): %.1f KiB each",
-		n, during, before, float64(rss)/(1<<20), float64(rssBefore)/(1<<20), perHang/1024)
-	if during < before+n-slack {
-		tb.Fatalf("%d goroutines with %d hangs, from %d", during, n, before)
+	tb.Logf("%d requests to %s held: %d goroutines (from %d), RSS %.1f MiB (from %.1f): %.1f KiB each",
+		n, path, during, before, float64(rss)/(1<<20), float64(rssBefore)/(1<<20), perHang/1024)
+	if during < before+n-slack || during > before+n+slack {
+		tb.Fatalf("%d goroutines with %d requests held, from %d: not one each", during, n, before)
 	}
 	for _, c := range conns {
 		c.Close()
@@ -445,13 +460,19 @@ func holdHangs(tb testing.TB, n int) (perHang float64, rssBefore int64) {
 		tb.Errorf("%d goroutines after the clients left, from %d", g, before)
 	}
 	left := 0
-	for _, l := range p.jsonLines() {
-		if l["msg"] == "request" && l["path"] == "/mock/hung" && l["status"] == json.Number("499") && l["fault"] == "hang" {
-			left++
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left = 0
+		for _, l := range p.jsonLines() {
+			if l["msg"] == "request" && logged(l) {
+				left++
+			}
+		}
+		if left >= n || time.Now().After(deadline) {
+			break
 		}
 	}
 	if left != n {
-		tb.Errorf("%d of %d hangs logged as 499", left, n)
+		tb.Errorf("%d of %d requests to %s logged as expected", left, n, path)
 	}
 	return perHang, rssBefore
 }

@@ -456,19 +456,20 @@ func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder, en
 		logger.Info("fault rolls are seeded: a request replayed with the same X-Request-ID gets the same faults, and each retry of it a roll of its own")
 	}
 	logger.Info("redirects and bodies naming an upstream are rewritten to this address", "external_url", external.String(), "source", source)
+	handler := proxy.New(holder, proxy.Options{
+		Roller:    roller,
+		Log:       logger,
+		Templates: render.NewFiles(string(doc.Templates.Dir)),
+		External:  external,
+		Metrics:   metrics,
+		Reporter:  reporter,
+		// The document's tokens are the runtime's, current after a reload.
+		AdminTokens: tokenDigests(envTokens),
+		Journal:     jr,
+		Sessions:    sessions,
+	})
 	srv := &http.Server{
-		Handler: proxy.New(holder, proxy.Options{
-			Roller:    roller,
-			Log:       logger,
-			Templates: render.NewFiles(string(doc.Templates.Dir)),
-			External:  external,
-			Metrics:   metrics,
-			Reporter:  reporter,
-			// The document's tokens are the runtime's, current after a reload.
-			AdminTokens: tokenDigests(envTokens),
-			Journal:     jr,
-			Sessions:    sessions,
-		}),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		IdleTimeout:       2 * time.Minute,
@@ -477,6 +478,7 @@ func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder, en
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     log.New(io.Discard, "", 0),
 	}
+	handler.ResumeOn(srv)
 	return listening{proxy.Listener(ln), srv}, nil
 }
 
@@ -552,14 +554,21 @@ func serveUntilSignal(logger *telemetry.Logger, signals <-chan os.Signal, proxie
 	if admin.srv != nil {
 		go func() { _ = admin.srv.Shutdown(ctx) }()
 	}
+	ph, _ := proxies.srv.Handler.(*proxy.Handler)
+	if ph != nil {
+		ph.Stopping() // parked answers say Connection: close from now on
+	}
 	if err := proxies.srv.Shutdown(ctx); err != nil {
 		logger.Warn("in-flight requests did not finish in time", "error", err.Error())
 		_ = proxies.srv.Close()
 	}
 	// Hanging requests hold connections the server handed over: they end
 	// now, each recorded before the log is flushed.
-	if h, ok := proxies.srv.Handler.(*proxy.Handler); ok {
-		h.EndHangs()
+	if ph != nil {
+		ph.EndHangs()
+		// Delayed answers waiting off the server finish, or go out at
+		// once when the drain time is over.
+		ph.EndParked(ctx)
 	}
 	logger.Info("stopped")
 	return nil

@@ -5,8 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/fault"
@@ -222,48 +220,12 @@ func (ex *exchange) hangOn(c net.Conn, until time.Time) {
 	ex.handler.logRequest(ex)
 }
 
-// hangs are the connections hanging requests hold, so that a stopping
-// Doppel can end them; their lock is taken only by hanging requests.
-type hangs struct {
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
-	ending atomic.Bool
-}
-
-// add holds c, unless the hangs are ending.
-func (hs *hangs) add(c net.Conn) bool {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if hs.ending.Load() {
-		return false
-	}
-	if hs.conns == nil {
-		hs.conns = map[net.Conn]struct{}{}
-	}
-	hs.conns[c] = struct{}{}
-	hs.wg.Add(1)
-	return true
-}
-
-func (hs *hangs) done(c net.Conn) {
-	hs.mu.Lock()
-	delete(hs.conns, c)
-	hs.mu.Unlock()
-	hs.wg.Done()
-}
-
 // EndHangs closes every connection a hang holds, waits until each has
 // been recorded, and refuses new hangs: for a stopping Doppel, after its
 // server has shut down (which does not know the connections it handed
 // over).
 func (h *Handler) EndHangs() {
 	hs := &h.hangs
-	hs.mu.Lock()
-	hs.ending.Store(true)
-	for c := range hs.conns {
-		_ = c.Close()
-	}
-	hs.mu.Unlock()
+	hs.end(func(c net.Conn) { _ = c.Close() })
 	hs.wg.Wait()
 }

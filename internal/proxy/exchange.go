@@ -44,6 +44,12 @@ type exchange struct {
 	latency time.Duration
 
 	wroteHeader bool
+	// holding says the answer is held (park.go): its status is in rec,
+	// its body in held, and nothing has gone to the server yet; header
+	// is the answer's once the connection is taken.
+	holding bool
+	held    []byte
+	header  http.Header
 
 	// base is the connection's writer under the faults' (Wrap), nil
 	// while none wraps; cut says a fault cut the connection; detached
@@ -120,7 +126,18 @@ func (ex *exchange) WriteHeader(code int) {
 		// discards what is left of the body.
 		ex.readUnreadBody()
 	}
+	if ex.latency > 0 && time.Since(ex.start) < ex.latency && ex.mayHold(code) {
+		// The answer waits off the server once complete (park.go).
+		ex.wroteHeader, ex.holding = true, true
+		ex.rec.Status = code
+		return
+	}
 	ex.waitLatency()
+	ex.sendHeader(code)
+}
+
+// sendHeader starts the answer on the connection.
+func (ex *exchange) sendHeader(code int) {
 	ex.wroteHeader = true
 	ex.rec.Status = code
 	ex.rec.Duration = time.Since(ex.start)
@@ -196,6 +213,13 @@ func (ex *exchange) Write(b []byte) (int, error) {
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
 	}
+	if ex.holding {
+		n, err := ex.hold(b)
+		if c := ex.rec.ResponseBody; c != nil && n > 0 {
+			c.Add(b[:n])
+		}
+		return n, err
+	}
 	if c := ex.rec.ResponseBody; c != nil {
 		c.Add(b)
 	}
@@ -209,6 +233,9 @@ func (ex *exchange) Flush() {
 	}
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
+	}
+	if ex.holding {
+		ex.release() // a stream: it waits in the handler
 	}
 	// Through whatever wraps the connection's writer (a fault's: Wrap).
 	_ = http.NewResponseController(ex.w).Flush()

@@ -138,8 +138,8 @@ const maxHeldBody = 64 << 10
 // connections, not a thousand. A body of unknown or larger size streams
 // as before.
 func (ex *exchange) holdWhileDelayed(res *http.Response) error {
-	if ex.latency <= 0 || time.Since(ex.start) >= ex.latency ||
-		res.ContentLength <= 0 || res.ContentLength > maxHeldBody || res.StatusCode == http.StatusSwitchingProtocols {
+	if ex.latency <= 0 || time.Since(ex.start) >= ex.latency || res.Request.Method == http.MethodHead ||
+		!bodyAllowedForStatus(res.StatusCode) || res.ContentLength <= 0 || res.ContentLength > maxHeldBody || res.StatusCode == http.StatusSwitchingProtocols {
 		return nil
 	}
 	b := make([]byte, res.ContentLength)

@@ -51,7 +51,11 @@ type Handler struct {
 	external  *External
 	journal   *journal.Journal
 	sessions  *session.Registry
-	hangs     hangs
+	hangs     heldConns
+	// parked are the connections of delayed answers waiting off the
+	// server; server is the one they go back to (nil: none is parked).
+	parked heldConns
+	server *http.Server
 }
 
 // Options configure a Handler.
@@ -372,6 +376,9 @@ func (h *Handler) finish(ex *exchange) {
 	}
 	if !ex.wroteHeader {
 		ex.WriteHeader(http.StatusOK)
+	}
+	if ex.holding && ex.park() {
+		return // the parked answer records the request when written
 	}
 	h.logRequest(ex)
 }

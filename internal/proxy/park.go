@@ -1,0 +1,397 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Parking a delayed answer. An injected latency used to hold the handler
+// for the whole wait, and with it everything net/http keeps for a request
+// being served: the connection's read and write buffers, the answer's
+// chunking buffer, the request's contexts and a second goroutine reading
+// in the background; about 60 KiB of resident memory per waiting request
+// under load. When the answer is complete and small before its time has
+// come (a mock, or an upstream's body of known size read ahead by
+// holdWhileDelayed), and the request is HTTP/1.1 without a body, the
+// answer is held instead: the handler returns, the connection is taken
+// from the server, one goroutine waits on it, writes the answer when the
+// latency target is reached, and hands the connection back to the
+// listener (Listener), where the server serves the client's next request
+// as on a connection just accepted. The client sees the same bytes on the
+// same connection at the same instant; Doppel keeps the held answer and a
+// parked goroutine.
+//
+// The connection goes back through a Serve of its own (oneConn) rather
+// than through the proxy listener's: a single accepting goroutine, waiting
+// its turn among thousands of runnable ones, held resumed connections back
+// for up to a second under load while their clients' next requests
+// waited.
+
+// parkedWrite bounds writing a parked answer to a client that does not
+// read it.
+const parkedWrite = 30 * time.Second
+
+// maxParkedPending bounds what a client may send ahead (pipelined
+// requests) while its answer waits: more, and the connection closes
+// after the answer.
+const maxParkedPending = 64 << 10
+
+// mayHold reports whether an answer starting with code may be held
+// rather than waited for in the handler.
+func (ex *exchange) mayHold(code int) bool {
+	h := ex.handler
+	return h.server != nil && !h.parked.ending.Load() &&
+		ex.req.ProtoMajor == 1 && ex.req.ProtoMinor == 1 &&
+		ex.base == nil && !sendsBody(ex.req) && code != http.StatusSwitchingProtocols
+}
+
+// hold keeps an answer's body while it is held, up to maxHeldBody; more
+// releases it.
+func (ex *exchange) hold(b []byte) (int, error) {
+	if !bodyAllowedForStatus(ex.rec.Status) {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if len(ex.held)+len(b) <= maxHeldBody {
+		ex.held = append(ex.held, b...)
+		return len(b), nil
+	}
+	ex.release()
+	return ex.w.Write(b)
+}
+
+// release gives up holding: the handler waits out the latency and the
+// answer goes through the server as any other.
+func (ex *exchange) release() {
+	ex.holding = false
+	ex.waitLatency()
+	ex.sendHeader(ex.rec.Status)
+	if len(ex.held) > 0 {
+		_, _ = ex.w.Write(ex.held)
+	}
+	ex.held = nil
+}
+
+// park takes the connection of a held answer, once the handler is done
+// with it, and leaves the wait to a goroutine of its own, which records
+// the request when the answer is written. False when the answer cannot be
+// parked: then it has been released.
+func (ex *exchange) park() bool {
+	hdr := ex.conn.Header()
+	if !parkable(hdr) {
+		ex.release()
+		return false
+	}
+	hj, ok := ex.conn.(http.Hijacker)
+	if !ok {
+		ex.release()
+		return false
+	}
+	c, brw, err := hj.Hijack()
+	if err != nil {
+		ex.release()
+		return false
+	}
+	// What the client sent after this request (pipelined) is the next
+	// request's: it goes back with the connection.
+	var pending []byte
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		pending = append(pending, b...)
+	}
+	c, pending = unwrapResumed(c, pending)
+	ex.holding, ex.detached = false, true
+	ex.header = hdr
+	// Nothing of the server's is used again.
+	ex.w, ex.conn, ex.base = nil, nil, nil
+	_ = c.SetReadDeadline(ex.start.Add(ex.latency))
+	ps := &ex.handler.parked
+	if !ps.add(c) {
+		_ = c.SetReadDeadline(time.Now()) // stopping: answer at once
+		go ex.waitParked(c, pending, false)
+		return true
+	}
+	go ex.waitParked(c, pending, true)
+	return true
+}
+
+// parkable reports whether the header lets the answer be written whole
+// here: no framing or trailers of the handler's own.
+func parkable(h http.Header) bool {
+	if _, ok := h["Transfer-Encoding"]; ok {
+		return false
+	}
+	if _, ok := h["Trailer"]; ok {
+		return false
+	}
+	for k := range h {
+		if len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix {
+			return false
+		}
+	}
+	return true
+}
+
+// waitParked waits on a parked connection until the latency target (or
+// until the client leaves, or Doppel stops), writes the answer, records
+// the request, and hands the connection back to the server unless it
+// closes.
+func (ex *exchange) waitParked(c net.Conn, pending []byte, registered bool) {
+	h := ex.handler
+	if registered {
+		defer h.parked.done(c)
+	}
+	began := time.Now()
+	var buf [512]byte
+	left, overflow := false, false
+	for {
+		n, err := c.Read(buf[:])
+		if n > 0 {
+			if len(pending)+n > maxParkedPending {
+				overflow = true
+			} else if !overflow {
+				pending = append(pending, buf[:n]...)
+			}
+		}
+		if err != nil {
+			var ne net.Error
+			left = !(errors.As(err, &ne) && ne.Timeout())
+			break
+		}
+	}
+	ex.rec.LatencyWaited = time.Since(began)
+	closing := left || overflow || ex.req.Close || h.parked.ending.Load() ||
+		headerSaysClose(ex.header)
+	ex.rec.Duration = time.Since(ex.start)
+	answer := ex.parkedAnswer(closing)
+	_ = c.SetReadDeadline(time.Time{})
+	_ = c.SetWriteDeadline(time.Now().Add(parkedWrite))
+	_, werr := c.Write(answer)
+	_ = c.SetWriteDeadline(time.Time{})
+	ex.held = nil
+	h.logRequest(ex)
+	if werr != nil || closing {
+		_ = c.Close()
+		return
+	}
+	if len(pending) > 0 {
+		c = &resumedConn{Conn: c, pending: pending}
+	}
+	// Serve returns at once: the connection is served by a goroutine of
+	// the server's, or closed when the server is shutting down.
+	_ = h.server.Serve(&oneConn{c: c, addr: c.LocalAddr()})
+}
+
+// oneConn is a listener that yields one connection, then says it is done.
+type oneConn struct {
+	c    net.Conn
+	addr net.Addr
+}
+
+// errServed ends the Serve a oneConn was given to.
+var errServed = errors.New("the connection is served")
+
+func (l *oneConn) Accept() (net.Conn, error) {
+	c := l.c
+	if c == nil {
+		return nil, errServed
+	}
+	l.c = nil
+	return c, nil
+}
+
+// Close leaves the connection to the server once accepted.
+func (l *oneConn) Close() error {
+	if l.c != nil {
+		_ = l.c.Close()
+		l.c = nil
+	}
+	return nil
+}
+
+func (l *oneConn) Addr() net.Addr { return l.addr }
+
+func headerSaysClose(h http.Header) bool { return hasToken(h["Connection"], "close") }
+
+// parkedAnswer is the held answer as net/http would have written it: the
+// status line, the handler's header (with the request id and receipt,
+// which go into it as for any answer), then what the server adds (Date,
+// Content-Length, a sniffed Content-Type, Connection: close), then the
+// body.
+func (ex *exchange) parkedAnswer(closing bool) []byte {
+	code := ex.rec.Status
+	hdr := ex.header
+	hdr.Set(headerRequestID, ex.rec.RequestID)
+	if ex.wantsReceipt() {
+		hdr.Set(headerReceipt, receipt(&ex.rec))
+	}
+	body := ex.held
+	if ex.req.Method == http.MethodHead || !bodyAllowedForStatus(code) {
+		body = nil
+	}
+	var b bytes.Buffer
+	b.Grow(256 + len(body))
+	b.WriteString("HTTP/1.1 ")
+	b.WriteString(strconv.Itoa(code))
+	b.WriteByte(' ')
+	if text := http.StatusText(code); text != "" {
+		b.WriteString(text)
+	} else {
+		b.WriteString("status code ")
+		b.WriteString(strconv.Itoa(code))
+	}
+	b.WriteString("\r\n")
+	_ = hdr.Write(&b)
+	if _, ok := hdr["Date"]; !ok {
+		b.WriteString("Date: ")
+		b.WriteString(time.Now().UTC().Format(http.TimeFormat))
+		b.WriteString("\r\n")
+	}
+	if bodyAllowedForStatus(code) {
+		if _, ok := hdr["Content-Length"]; !ok && ex.req.Method != http.MethodHead {
+			b.WriteString("Content-Length: ")
+			b.WriteString(strconv.Itoa(len(body)))
+			b.WriteString("\r\n")
+		}
+		if _, ok := hdr["Content-Type"]; !ok && len(body) > 0 {
+			b.WriteString("Content-Type: ")
+			b.WriteString(http.DetectContentType(body))
+			b.WriteString("\r\n")
+		}
+	}
+	if closing && !headerSaysClose(hdr) {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
+	b.Write(body)
+	return b.Bytes()
+}
+
+// bodyAllowedForStatus is net/http's rule: 1xx, 204 and 304 carry none.
+func bodyAllowedForStatus(code int) bool {
+	switch {
+	case code >= 100 && code <= 199, code == http.StatusNoContent, code == http.StatusNotModified:
+		return false
+	}
+	return true
+}
+
+// resumedConn is a connection handed back with bytes the client sent
+// while its answer waited: the server reads those first.
+type resumedConn struct {
+	net.Conn
+	pending []byte
+}
+
+func (c *resumedConn) Read(p []byte) (int, error) {
+	if len(c.pending) > 0 {
+		n := copy(p, c.pending)
+		c.pending = c.pending[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// NetConn is the connection under the wrapper.
+func (c *resumedConn) NetConn() net.Conn { return c.Conn }
+
+// CloseWrite lets an upgraded connection half-close through the wrapper.
+func (c *resumedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// unwrapResumed undoes an earlier resumedConn, so that a connection parked
+// again and again does not grow a chain of them: what it had not yet
+// handed out follows what the server had buffered.
+func unwrapResumed(c net.Conn, pending []byte) (net.Conn, []byte) {
+	if rc, ok := c.(*resumedConn); ok {
+		return rc.Conn, append(pending, rc.pending...)
+	}
+	return c, pending
+}
+
+// heldConns are connections taken from the server that Doppel still
+// answers on (hangs, parked answers), so that a stopping Doppel can end
+// them; their lock is taken only by such requests.
+type heldConns struct {
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+	ending atomic.Bool
+}
+
+// add holds c, unless they are ending.
+func (hs *heldConns) add(c net.Conn) bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.ending.Load() {
+		return false
+	}
+	if hs.conns == nil {
+		hs.conns = map[net.Conn]struct{}{}
+	}
+	hs.conns[c] = struct{}{}
+	hs.wg.Add(1)
+	return true
+}
+
+func (hs *heldConns) done(c net.Conn) {
+	hs.mu.Lock()
+	delete(hs.conns, c)
+	hs.mu.Unlock()
+	hs.wg.Done()
+}
+
+// end refuses new ones and applies f to each held now.
+func (hs *heldConns) end(f func(net.Conn)) {
+	hs.mu.Lock()
+	hs.ending.Store(true)
+	for c := range hs.conns {
+		f(c)
+	}
+	hs.mu.Unlock()
+}
+
+// Stopping makes parked answers close their connections from now on: for
+// a stopping Doppel, before its server shuts down.
+func (h *Handler) Stopping() {
+	ps := &h.parked
+	ps.mu.Lock()
+	ps.ending.Store(true)
+	ps.mu.Unlock()
+}
+
+// EndParked lets parked answers finish until ctx is done, then answers
+// the rest at once; each closes its connection after its answer and is
+// recorded before this returns. For a stopping Doppel, after its server
+// has shut down (which does not know the connections it handed over).
+func (h *Handler) EndParked(ctx context.Context) {
+	ps := &h.parked
+	h.Stopping() // and no add between the check and the wait
+	waited := make(chan struct{})
+	go func() {
+		ps.wg.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+		return
+	case <-ctx.Done():
+	}
+	ps.end(func(c net.Conn) { _ = c.SetReadDeadline(time.Now()) })
+	<-waited
+}
+
+// ResumeOn lets this handler park delayed answers on srv's HTTP/1.1
+// connections and hand them back to it once answered; without it, a
+// delayed answer waits in the handler.
+func (h *Handler) ResumeOn(srv *http.Server) { h.server = srv }
