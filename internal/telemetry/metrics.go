@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,41 @@ type Metrics struct {
 	mockHits         *prometheus.CounterVec
 	lastError        *prometheus.GaugeVec
 	proxyMocks       *prometheus.GaugeVec
+
+	// The histograms' series by their labels, once looked up: a vector's
+	// own lookup hashes the label values under a lock every request
+	// shares, and formats the status. No series is ever deleted, so one
+	// found stays valid; there are as many as the series themselves.
+	proxySeries, upstreamSeries sync.Map // proxySeries or upstreamSeries -> prometheus.Observer
+}
+
+type proxySeries struct {
+	proxy, method            string
+	status                   int
+	replace, loss, upstreamE bool
+}
+
+type upstreamSeries struct {
+	proxy, method string
+	status        int
+}
+
+func (m *Metrics) proxyObserver(k proxySeries) prometheus.Observer {
+	if o, ok := m.proxySeries.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	o := m.proxyDuration.WithLabelValues(k.proxy, k.method, strconv.Itoa(k.status), flag(k.replace), flag(k.loss), flag(k.upstreamE))
+	m.proxySeries.Store(k, o)
+	return o
+}
+
+func (m *Metrics) upstreamObserver(k upstreamSeries) prometheus.Observer {
+	if o, ok := m.upstreamSeries.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	o := m.upstreamDuration.WithLabelValues(k.proxy, k.method, strconv.Itoa(k.status))
+	m.upstreamSeries.Store(k, o)
+	return o
 }
 
 // NewMetrics registers every family; the state gauges exist from the start.
@@ -117,10 +153,9 @@ func (m *Metrics) ObserveProxy(r *Exchange) {
 	method := MethodLabel(r.Method)
 	lost := r.Fired("loss")
 	upstreamError := r.UpstreamFailed || (r.UpstreamContacted && r.UpstreamStatus >= 500)
-	m.proxyDuration.WithLabelValues(r.Proxy, method, strconv.Itoa(r.Status), flag(r.Mock != ""), flag(lost), flag(upstreamError)).
-		Observe(r.Duration.Seconds())
+	m.proxyObserver(proxySeries{r.Proxy, method, r.Status, r.Mock != "", lost, upstreamError}).Observe(r.Duration.Seconds())
 	if r.UpstreamContacted {
-		m.upstreamDuration.WithLabelValues(r.Proxy, method, strconv.Itoa(r.UpstreamStatus)).Observe(r.UpstreamDuration.Seconds())
+		m.upstreamObserver(upstreamSeries{r.Proxy, method, r.UpstreamStatus}).Observe(r.UpstreamDuration.Seconds())
 	}
 	if lost {
 		m.loss.WithLabelValues(r.Proxy).Inc()

@@ -14,49 +14,92 @@ import (
 type caseKey struct{ target, path string }
 
 type benchCase struct {
-	key caseKey
-	srv *server
-	url string
+	key    caseKey
+	srv    *server
+	url    string
+	header string // one "Name: value" sent with every request, if any
+}
+
+// scaleCase is an open-loop run at its own rate: the delays at scale and
+// the exact-delay runs against doppel-delay.
+type scaleCase struct {
+	name   string // shown in the report
+	srv    *server
+	url    string
+	header string
+	rate   float64
+	target time.Duration // the delay every answer waits for
+}
+
+// scaleRun is one of them: loadgen's result and what the server spent.
+type scaleRun struct {
+	openloop.Result
+	CPUPerReq float64 // µs, the server's CPU over the requests sent
+	RSSPeak   int64
+	RSSIdle   int64 // the fresh server's, before the run
 }
 
 type benchmark struct {
 	cfg        *config
+	sup        *supervisor
 	fl         *fleet
 	cases      []benchCase // wrk runs of one round, in order
 	rateCases  []benchCase // open-loop runs of one round, in order
+	scaleCases []scaleCase // then these
 	wrk        map[caseKey][]wrkRun
+	scale      map[string][]scaleRun
 	lg         map[string][]openloop.Result
 	roundsDone int
 	perRound   time.Duration
 	problems   []string
 }
 
-func newBenchmark(cfg *config, fl *fleet) *benchmark {
-	b := &benchmark{cfg: cfg, fl: fl, wrk: map[caseKey][]wrkRun{}, lg: map[string][]openloop.Result{}}
+func newBenchmark(cfg *config, fl *fleet, sup *supervisor) *benchmark {
+	b := &benchmark{cfg: cfg, fl: fl, sup: sup, wrk: map[caseKey][]wrkRun{}, lg: map[string][]openloop.Result{}, scale: map[string][]scaleRun{}}
 	add := func(list *[]benchCase, s *server, path string) {
-		*list = append(*list, benchCase{caseKey{s.name, path}, s, s.base + path})
+		c := benchCase{key: caseKey{s.name, path}, srv: s, url: s.base + path}
+		if s == fl.doppelSession {
+			c.header = fl.sessionHead
+		}
+		*list = append(*list, c)
+	}
+	// The feature costs: each feature's Doppel right after the plain one,
+	// on /small and the mock path.
+	features := func(path string) {
+		add(&b.cases, fl.doppelNoJournal, path)
+		add(&b.cases, fl.doppel, path)
+		add(&b.cases, fl.doppelSession, path)
+		add(&b.cases, fl.doppelReceipts, path)
+		if path == mockPath {
+			add(&b.cases, fl.doppelWhen, mockPath)
+		}
 	}
 	if cfg.onlyDoppel() {
-		for _, path := range []string{"/small", mockPath} {
-			add(&b.cases, fl.doppelNoJournal, path)
-			add(&b.cases, fl.doppel, path)
-		}
-		add(&b.cases, fl.doppelWhen, mockPath)
+		features("/small")
+		features(mockPath)
 		return b
 	}
 	// The journal-off Doppel runs right before the default one, on /small
 	// and the mock path only: the journal's cost is read from that pair.
-	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppelNoJournal, fl.doppel, fl.doppelInfo} {
+	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppelInfo} {
 		add(&b.cases, s, "/small")
 	}
-	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppel, fl.doppelInfo} {
+	features("/small")
+	// /large after /small: the RSS-flat target compares the two peaks.
+	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppelNoJournal, fl.doppel, fl.doppelInfo} {
 		add(&b.cases, s, "/large")
 	}
-	for _, s := range []*server{fl.doppelNoJournal, fl.doppel, fl.doppelWhen, fl.doppelInfo, fl.mountebank, fl.nginxRet} {
+	for _, s := range []*server{fl.doppelInfo, fl.mountebank, fl.nginxRet} {
 		add(&b.cases, s, mockPath)
 	}
+	features(mockPath)
 	for _, s := range []*server{fl.upstream, fl.goproxy, fl.doppel, fl.doppelInfo} {
 		add(&b.rateCases, s, "/small")
+	}
+	d := fl.doppelDelay
+	b.scaleCases = append(b.scaleCases, scaleCase{name: exactCase, srv: d, url: d.base + "/slow", header: "X-Proxy: exact", rate: cfg.rate, target: 200 * time.Millisecond})
+	for _, rate := range cfg.scaleRates {
+		b.scaleCases = append(b.scaleCases, scaleCase{name: fmt.Sprintf("delay 1 s at %.0f/s", rate), srv: d, url: d.base + "/small", rate: rate, target: time.Second})
 	}
 	return b
 }
@@ -65,8 +108,13 @@ func newBenchmark(cfg *config, fl *fleet) *benchmark {
 // not answer correctly is a setup failure, not a data point.
 func (b *benchmark) checkAnswers(ctx context.Context) error {
 	for _, c := range append(append([]benchCase(nil), b.cases...), b.rateCases...) {
-		if err := check(ctx, c.url, c.key.path); err != nil {
+		if err := check(ctx, c.url, c.key.path, c.header); err != nil {
 			return fmt.Errorf("%s does not answer correctly: %w", c.key.target, err)
+		}
+	}
+	for _, c := range b.scaleCases {
+		if err := check(ctx, c.url, "/small", c.header); err != nil {
+			return fmt.Errorf("%s (%s) does not answer correctly: %w", c.srv.name, c.name, err)
 		}
 	}
 	return nil
@@ -85,11 +133,14 @@ func (b *benchmark) plan(start time.Time) error {
 	nw, nl := time.Duration(len(b.cases)), time.Duration(len(b.rateCases))
 	rounds := time.Duration(cfg.rounds)
 	lgCost := cfg.rateWarm + cfg.rateDur + lgOverhead
+	// A scale run is a rate run whose answers take up to a second more,
+	// with a server started and stopped around it.
+	scaleCost := time.Duration(len(b.scaleCases)) * (lgCost + 3*time.Second)
 	warmCost := nw * (cfg.warm + wrkOverhead)
 	left := time.Until(start.Add(cfg.budget)) - endMargin
-	round := func(d time.Duration) time.Duration { return nw*(d+wrkOverhead) + nl*lgCost }
+	round := func(d time.Duration) time.Duration { return nw*(d+wrkOverhead) + nl*lgCost + scaleCost }
 	if warmCost+rounds*round(cfg.dur) > left {
-		avail := left - warmCost - rounds*(nw*wrkOverhead+nl*lgCost)
+		avail := left - warmCost - rounds*(nw*wrkOverhead+nl*lgCost+scaleCost)
 		d := (avail / (rounds * nw)).Truncate(time.Second)
 		if d < 2*time.Second {
 			return fmt.Errorf("the time budget is too small: %d rounds need about %s more than the %s left (installs may have used it; run again, they are cached)",
@@ -99,13 +150,16 @@ func (b *benchmark) plan(start time.Time) error {
 		cfg.dur = d
 	}
 	b.perRound = round(cfg.dur)
-	fmt.Fprintf(os.Stderr, "bench: plan: warm-up %s, then %d rounds of %d wrk runs (%s) + %d open-loop runs (%s at %.0f/s), about %s per round; %s left in the budget\n",
-		warmCost.Round(time.Second), cfg.rounds, nw, cfg.dur, nl, cfg.rateDur, cfg.rate, b.perRound.Round(time.Second), left.Round(time.Second))
+	fmt.Fprintf(os.Stderr, "bench: plan: warm-up %s, then %d rounds of %d wrk runs (%s) + %d open-loop runs (%s at %.0f/s) + %d delay runs, about %s per round; %s left in the budget\n",
+		warmCost.Round(time.Second), cfg.rounds, nw, cfg.dur, nl, cfg.rateDur, cfg.rate, len(b.scaleCases), b.perRound.Round(time.Second), left.Round(time.Second))
 	return nil
 }
 
 func (b *benchmark) alive() error {
-	for _, s := range []*server{b.fl.upstream, b.fl.nginx, b.fl.goproxy, b.fl.toxiproxy, b.fl.doppel, b.fl.doppelNoJournal, b.fl.doppelWhen, b.fl.doppelInfo, b.fl.mountebank} {
+	fl := b.fl
+	// doppel-delay is started and stopped by each delay run.
+	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppel, fl.doppelNoJournal, fl.doppelWhen,
+		fl.doppelSession, fl.doppelReceipts, fl.doppelInfo, fl.mountebank} {
 		if s == nil {
 			continue // not started with -only doppel
 		}
@@ -119,7 +173,7 @@ func (b *benchmark) alive() error {
 func (b *benchmark) warmUp(ctx context.Context) error {
 	fmt.Fprintf(os.Stderr, "bench: warm-up, %s per target\n", b.cfg.warm)
 	for _, c := range b.cases {
-		r, err := measureWrk(ctx, b.cfg, c.url, b.cfg.warm, c.srv.proc.pid)
+		r, err := measureWrk(ctx, b.cfg, c.url, c.header, b.cfg.warm, c.srv.proc.pid)
 		if err != nil {
 			return fmt.Errorf("warm-up of %s %s: %w", c.key.target, c.key.path, err)
 		}
@@ -139,7 +193,7 @@ func (b *benchmark) measure(ctx context.Context) error {
 			break
 		}
 		for _, c := range b.cases {
-			w, err := measureWrk(ctx, cfg, c.url, cfg.dur, c.srv.proc.pid)
+			w, err := measureWrk(ctx, cfg, c.url, c.header, cfg.dur, c.srv.proc.pid)
 			if err != nil {
 				if aerr := b.alive(); aerr != nil {
 					return aerr
@@ -154,7 +208,7 @@ func (b *benchmark) measure(ctx context.Context) error {
 				r, cfg.rounds, c.key.target, c.key.path, w.RPS, fmtDur(w.P50), fmtDur(w.P99), w.CPUPerReq, errNote(w.Non2xx, w.SockErrs))
 		}
 		for _, c := range b.rateCases {
-			l, err := runLoadgen(ctx, cfg, c.url)
+			l, err := runLoadgen(ctx, cfg, c.url, "", cfg.rate)
 			if err != nil {
 				if aerr := b.alive(); aerr != nil {
 					return aerr
@@ -168,11 +222,65 @@ func (b *benchmark) measure(ctx context.Context) error {
 			fmt.Fprintf(os.Stderr, "bench: round %d/%d  %-13s open-loop %.0f/s  p50 %-8s p99 %-8s max %-8s (generator lag p99 %s)\n",
 				r, cfg.rounds, c.key.target, cfg.rate, fmtUs(l.P50us), fmtUs(l.P99us), fmtUs(l.MaxUs), fmtUs(l.LagP99us))
 		}
+		for _, c := range b.scaleCases {
+			if err := b.measureScale(ctx, r, c); err != nil {
+				return err
+			}
+		}
 		if err := b.alive(); err != nil {
 			return err
 		}
 		b.roundsDone++
 	}
+	return nil
+}
+
+// exactCase names the exact-delay run.
+const exactCase = "delay 200 ms over a 50 ms upstream"
+
+func (b *benchmark) measureScale(ctx context.Context, round int, c scaleCase) error {
+	// A fresh doppel-delay, stopped after the run.
+	if d := b.fl.doppelDelay; d != nil {
+		b.sup.stop(d.proc)
+	}
+	srv, err := b.fl.startDelay(ctx)
+	if err != nil {
+		return fmt.Errorf("round %d, %s: %w", round, c.name, err)
+	}
+	b.fl.doppelDelay = srv
+	defer func() {
+		b.sup.stop(srv.proc)
+		b.fl.doppelDelay = nil
+	}()
+	if err := check(ctx, c.url, "/small", c.header); err != nil {
+		return fmt.Errorf("round %d, %s: %w", round, c.name, err)
+	}
+	pid := srv.proc.pid
+	idle := rssOf([]int{pid})
+	cpu0, err := treeCPU(pid)
+	if err != nil {
+		return err
+	}
+	stop := sampleRSS(processTree(pid))
+	l, err := runLoadgen(ctx, b.cfg, c.url, c.header, c.rate)
+	peak := stop()
+	cpu1, cerr := treeCPU(pid)
+	if err != nil {
+		return fmt.Errorf("round %d, %s: %w", round, c.name, err)
+	}
+	if cerr != nil {
+		return fmt.Errorf("%s died during %s: %w\n%s", srv.name, c.name, cerr, srv.proc.logTail())
+	}
+	run := scaleRun{Result: l, RSSPeak: peak, RSSIdle: idle}
+	if n := l.Sent + int(float64(l.Sent)*b.cfg.rateWarm.Seconds()/b.cfg.rateDur.Seconds()); n > 0 {
+		run.CPUPerReq = float64((cpu1 - cpu0).Microseconds()) / float64(n)
+	}
+	b.scale[c.name] = append(b.scale[c.name], run)
+	if l.Errors+l.Non2xx > 0 {
+		b.problems = append(b.problems, fmt.Sprintf("round %d: %s: %d errors, %d non-2xx of %d (first: %s)", round, c.name, l.Errors, l.Non2xx, l.Sent, l.FirstError))
+	}
+	fmt.Fprintf(os.Stderr, "bench: round %d/%d  %-36s p50 %-8s p99 %-8s  %d in flight, RSS %.0f MiB, %.0f µs CPU/req (generator lag p99 %s) %s\n",
+		round, b.cfg.rounds, c.name, fmtUs(l.P50us), fmtUs(l.P99us), l.PeakInFlight, float64(peak)/(1<<20), run.CPUPerReq, fmtUs(l.LagP99us), errNote(int64(l.Non2xx), int64(l.Errors)))
 	return nil
 }
 

@@ -84,16 +84,11 @@ func parseWrk(out string) (wrkRun, error) {
 
 // measureWrk runs wrk against url while accounting the CPU and RSS of the
 // process tree rooted at pid.
-func measureWrk(ctx context.Context, cfg *config, url string, d time.Duration, pid int) (wrkRun, error) {
-	tree := processTree(pid)
-	cpu0, err := treeCPU(pid)
-	if err != nil {
-		return wrkRun{}, err
-	}
-
-	// Sample RSS while wrk runs.
+// sampleRSS samples the resident memory of the processes every 100 ms
+// until the returned function is called, which returns the peak.
+func sampleRSS(tree []int) (stop func() int64) {
 	var peak int64
-	stop := make(chan struct{})
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(100 * time.Millisecond)
@@ -103,24 +98,38 @@ func measureWrk(ctx context.Context, cfg *config, url string, d time.Duration, p
 				peak = r
 			}
 			select {
-			case <-stop:
+			case <-done:
 				return
 			case <-t.C:
 			}
 		}
 	})
+	return func() int64 {
+		close(done)
+		wg.Wait()
+		return peak
+	}
+}
+
+func measureWrk(ctx context.Context, cfg *config, url, header string, d time.Duration, pid int) (wrkRun, error) {
+	cpu0, err := treeCPU(pid)
+	if err != nil {
+		return wrkRun{}, err
+	}
+	stop := sampleRSS(processTree(pid))
 
 	secs := max(1, int((d+time.Second/2)/time.Second))
 	wctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(wctx, cfg.wrk,
-		"-t"+strconv.Itoa(cfg.threads), "-c"+strconv.Itoa(cfg.conns),
-		"-d"+strconv.Itoa(secs)+"s", "--latency", url)
+	args := []string{"-t" + strconv.Itoa(cfg.threads), "-c" + strconv.Itoa(cfg.conns), "-d" + strconv.Itoa(secs) + "s", "--latency"}
+	if header != "" {
+		args = append(args, "-H", header)
+	}
+	cmd := exec.CommandContext(wctx, cfg.wrk, append(args, url)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	runErr := cmd.Run()
-	close(stop)
-	wg.Wait()
+	peak := stop()
 
 	cpu1, cerr := treeCPU(pid)
 	if runErr != nil {
@@ -144,14 +153,18 @@ func measureWrk(ctx context.Context, cfg *config, url string, d time.Duration, p
 	return r, nil
 }
 
-func runLoadgen(ctx context.Context, cfg *config, url string) (openloop.Result, error) {
+func runLoadgen(ctx context.Context, cfg *config, url, header string, rate float64) (openloop.Result, error) {
 	lctx, cancel := context.WithTimeout(ctx, cfg.rateDur+30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(lctx, cfg.bin("loadgen"),
-		"-url", url,
-		"-rate", strconv.FormatFloat(cfg.rate, 'f', -1, 64),
+	args := []string{"-url", url,
+		"-rate", strconv.FormatFloat(rate, 'f', -1, 64),
 		"-duration", cfg.rateDur.String(),
-		"-warmup", cfg.rateWarm.String())
+		"-warmup", cfg.rateWarm.String(),
+		"-timeout", "10s"}
+	if header != "" {
+		args = append(args, "-header", header)
+	}
+	cmd := exec.CommandContext(lctx, cfg.bin("loadgen"), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -28,6 +28,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -52,6 +54,8 @@ type config struct {
 	keep         bool
 	out          string
 	only         string
+	scaleRates   []float64
+	plot         string
 }
 
 // onlyDoppel is -only doppel: the journal on/off rounds and nothing else.
@@ -78,8 +82,26 @@ func main() {
 	flag.IntVar(&cfg.nginxWorkers, "nginx-workers", 2, "nginx worker_processes (1 or 2 on a 2-core machine)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (configs and logs)")
 	flag.StringVar(&cfg.out, "out", "bench/.cache/last-run.md", "also write the report here (empty: don't)")
+	flag.StringVar(&cfg.plot, "plot", "bench/.cache/last-run.svg", "also draw the figures here (empty: don't)")
+	plotData := flag.String("plot-from", "", "only draw the plot (-plot) of a run's saved figures (the .json beside its report), then exit")
+	scale := flag.String("scale-rates", "4000,8000", "rates of the delays-at-scale runs (1 s delay each), comma-separated")
 	flag.StringVar(&cfg.only, "only", "", `"doppel": only Doppel with the journal on and off, on /small and the mock path (no peers, no open loop)`)
 	flag.Parse()
+	if *plotData != "" {
+		if err := plotFrom(*plotData, cfg.plot); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: FAILED: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	for f := range strings.SplitSeq(*scale, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || r <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: FAILED: -scale-rates %q: %q is not a positive rate\n", *scale, f)
+			os.Exit(2)
+		}
+		cfg.scaleRates = append(cfg.scaleRates, r)
+	}
 	// The servers run in a temporary directory: paths must be absolute.
 	for _, p := range []*string{&cfg.binDir, &cfg.mb} {
 		if abs, err := filepath.Abs(*p); err == nil {
@@ -137,7 +159,7 @@ func run(ctx context.Context, cfg *config, sup *supervisor, start time.Time) err
 	if err != nil {
 		return err
 	}
-	b := newBenchmark(cfg, fl)
+	b := newBenchmark(cfg, fl, sup)
 	if err := b.checkAnswers(ctx); err != nil {
 		return err
 	}
@@ -156,6 +178,16 @@ func run(ctx context.Context, cfg *config, sup *supervisor, start time.Time) err
 	if cfg.out != "" {
 		if err := os.WriteFile(cfg.out, []byte(report), 0o644); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: could not write %s: %v\n", cfg.out, err)
+		}
+		// The figures themselves, which -plot-from draws again.
+		data := strings.TrimSuffix(cfg.out, filepath.Ext(cfg.out)) + ".json"
+		if err := b.save(data); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: could not write %s: %v\n", data, err)
+		}
+	}
+	if cfg.plot != "" {
+		if err := os.WriteFile(cfg.plot, []byte(plot(b.results())), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: could not write %s: %v\n", cfg.plot, err)
 		}
 	}
 	if b.roundsDone < 3 {

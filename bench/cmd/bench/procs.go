@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,6 +116,24 @@ func (s *supervisor) track(pid int, comm string) {
 	s.mu.Lock()
 	s.extra[pid] = comm
 	s.mu.Unlock()
+}
+
+// stop stops one started process (SIGTERM, then SIGKILL after 5 s) and
+// forgets it.
+func (s *supervisor) stop(p *proc) {
+	s.mu.Lock()
+	s.procs = slices.DeleteFunc(s.procs, func(q *proc) bool { return q == p })
+	s.mu.Unlock()
+	if p.exited() {
+		return
+	}
+	_ = syscall.Kill(p.pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		<-p.done
+	}
 }
 
 // stopAll sends SIGTERM to every started PID, newest first, waits up to 5 s

@@ -1,6 +1,7 @@
 // Command upstream is the origin server every benchmark target sits in front
 // of: GET /small answers about 100 bytes, GET /large exactly 1 MiB, both with
-// a Content-Length and keep-alive (net/http's default).
+// a Content-Length and keep-alive (net/http's default); GET /slow answers
+// /small's body after 50 ms, the backend of the exact-delay run.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"log"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 func main() {
@@ -33,6 +35,11 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/small", serve(small, "application/json"))
 	mux.Handle("/large", serve(large, "application/octet-stream"))
+	quick := serve(small, "application/json")
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond)
+		quick(w, r)
+	})
 
 	srv := &http.Server{Addr: *addr, Handler: mux}
 	log.Fatal(srv.ListenAndServe())
