@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"regexp"
 	"slices"
 
 	"github.com/goccy/go-yaml"
@@ -78,10 +77,21 @@ func (SessionTTL) jsonSchema() map[string]any {
 // SessionID is a session's id: 1 to 64 letters, digits, - and _.
 type SessionID string
 
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// ValidSessionID reports whether s can be a session's id.
-func ValidSessionID(s string) bool { return sessionIDPattern.MatchString(s) }
+// ValidSessionID reports whether s can be a session's id. Every request
+// naming a session asks, so it is a loop, not a regular expression.
+func ValidSessionID(s string) bool {
+	if len(s) == 0 || len(s) > maxSessionID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func (v *SessionID) UnmarshalYAML(n ast.Node) error {
 	s, err := stringValue(n, "a session id")

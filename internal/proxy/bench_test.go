@@ -37,13 +37,16 @@ func benchUpstream(b *testing.B) *httptest.Server {
 	return srv
 }
 
-func runForward(b *testing.B, h http.Handler) {
+func runForward(b *testing.B, h http.Handler, header ...string) {
 	b.ReportAllocs()
 	began := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			req := httptest.NewRequest(http.MethodGet, "http://doppel.test/items/42?page=2", nil)
 			req.RemoteAddr = "127.0.0.1:50000"
+			for i := 0; i+1 < len(header); i += 2 {
+				req.Header.Set(header[i], header[i+1])
+			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			if rec.Code != http.StatusOK {
@@ -69,6 +72,30 @@ func BenchmarkForwardDoppel(b *testing.B) { benchForwardDoppel(b, false) }
 // BenchmarkForwardDoppelJournal is BenchmarkForwardDoppel with the
 // journal on, as by default: what recording costs.
 func BenchmarkForwardDoppelJournal(b *testing.B) { benchForwardDoppel(b, true) }
+
+// BenchmarkForwardDoppelSession is BenchmarkForwardDoppel with every
+// request carrying the id of a live session over the proxy, whose overlay
+// adds a mock that does not match: what being in a session costs.
+func BenchmarkForwardDoppelSession(b *testing.B) {
+	up := benchUpstream(b)
+	doc, err := config.Load([]byte(oneProxy(up.URL+"/api/", "")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, _ := runtime.Compile(doc)
+	logger := telemetry.NewLogger(io.Discard, "info", "json")
+	defer logger.Flush()
+	reg := session.New(rt, slog.New(slog.DiscardHandler))
+	spec, err := config.ParseSession([]byte(`{"proxies": {"zeta": {"mocks": [{"name": "unused", "request": {"method": "GET", "url": "^/never$"}, "response": {"status": 204}}]}}}`), rt.Document)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := reg.Create(context.Background(), spec, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runForward(b, New(runtime.NewHolder(rt), Options{Log: logger, Sessions: reg}), "X-Doppel-Session", string(s.ID))
+}
 
 func benchForwardDoppel(b *testing.B, journaled bool) {
 	up := benchUpstream(b)
