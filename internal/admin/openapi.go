@@ -46,6 +46,7 @@ const (
 	rawBody                  // a file's bytes, as they are
 	verifyBody               // a journal verification
 	sessionBodyKind          // a session: {"ttl", "proxies": {...}}
+	recordBodyKind           // a recording: {"revision", "match", "session", "since", "apply"}
 )
 
 // reply is one answer that is not an error.
@@ -306,6 +307,17 @@ func requestBody(kind bodyKind) map[string]any {
 					"loss": map[string]any{"percentage": 1.0, "status": 503, "when": map[string]any{"count": map[string]any{"first": 2}, "per": map[string]any{"header": "Idempotency-Key"}}},
 				}},
 			},
+		}}}
+	case recordBodyKind:
+		return map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
+			"schema": map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
+				"revision": map[string]any{"type": "string", "description": "The proxy's revision; required with apply true."},
+				"match":    map[string]any{"type": "string", "description": "Only exchanges whose path this regular expression matches (unanchored)."},
+				"session":  map[string]any{"type": "string", "description": "Only this session's exchanges."},
+				"since":    map[string]any{"type": "string", "description": "Only exchanges after this RFC 3339 time or journal entry id."},
+				"apply":    map[string]any{"type": "boolean", "description": "Append the mocks to the proxy (true) or only show them (false)."},
+			}},
+			"example": map[string]any{"revision": "3f1c2a9b8d7e6f50", "match": "^/catalog", "apply": true},
 		}}}
 	case rawBody:
 		return map[string]any{"required": true, "content": map[string]any{"application/octet-stream": map[string]any{

@@ -232,6 +232,7 @@ var publishedOperationIDs = map[string]string{
 	"GET /api/v1/proxies":                            "listProxies",
 	"POST /api/v1/proxies":                           "createProxy",
 	"GET /api/v1/proxies/{name}":                     "readProxy",
+	"POST /api/v1/proxies/{name}/record":             "recordProxy",
 	"PUT /api/v1/proxies/{name}":                     "updateProxy",
 	"DELETE /api/v1/proxies/{name}":                  "deleteProxy",
 	"GET /api/v1/sessions":                           "listSessions",

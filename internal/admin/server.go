@@ -156,6 +156,18 @@ func (s *Server) routeTable() []route {
 			ok:    []reply{{status: 204, means: "reset"}},
 			codes: []apierr.Code{apierr.NotFound},
 		}},
+		{"POST", "/api/v1/proxies/{name}/record", s.recordProxy, api{operationID: "recordProxy",
+			tag: tagProxies, summary: "Record mocks from the journal's exchanges", action: ActRead, body: recordBodyKind,
+			about: "Turns the journal's forwarded exchanges of the proxy (its own answers, not a mock's or a fault's; `match` a path regex, " +
+				"`session`, `since` as the journal's filter) into mocks, one per method and path, the latest answer winning: its status, its " +
+				"end-to-end headers (not `Date`, `Content-Length`, hop-by-hop, nor a secret the journal masks), its body as `json` when it parses, " +
+				"else `body`, written so that the template renders it byte for byte, and a `latency` from the upstream times seen. " +
+				"Needs `journal.bodies` > 0. With `apply: false` (needs `read`) it shows them; with `apply: true` (needs `update`) it appends " +
+				"them through the compare-and-swap of an update: `revision` is required.",
+			ok: []reply{{status: 200, means: "apply false, or nothing matched: the mocks (`[]` and a message when none); apply true: the updated proxy and its new revision", schema: schemaObject}},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.RevisionMismatch, apierr.RevisionRequired,
+				apierr.UploadTooLarge, apierr.StoreError},
+		}},
 		{"POST", "/api/v1/proxies/{name}/templates/{file}", s.uploadTemplate, upload("uploadTemplatePost")},
 		{"PUT", "/api/v1/proxies/{name}/templates/{file}", s.uploadTemplate, upload("uploadTemplatePut")},
 		{"DELETE", "/api/v1/proxies/{name}/templates/{file}", s.deleteTemplate, api{operationID: "deleteTemplate",

@@ -1,0 +1,181 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/journal"
+	"github.com/doppelproxy/doppel/internal/record"
+)
+
+// maxRecordBody bounds a recording's request body.
+const maxRecordBody = 64 << 10
+
+type recordRequest struct {
+	Revision *string `json:"revision"`
+	Match    string  `json:"match"`
+	Session  string  `json:"session"`
+	Since    string  `json:"since"`
+	Apply    bool    `json:"apply"`
+}
+
+type recordPreview struct {
+	Mocks     []map[string]any `json:"mocks"`
+	Exchanges int              `json:"exchanges"`
+	Message   string           `json:"message,omitempty"`
+}
+
+// recordProxy turns the journal's forwarded exchanges of a proxy into
+// mocks (SPEC §17.6): shown with apply false, appended through the same
+// compare-and-swap as an update with apply true.
+func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	// Reading comes first, before the body and whether the proxy exists;
+	// applying needs update too, once the body says so.
+	if !s.authorize(w, r, ActRead, s.inForce(name)) {
+		return
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRecordBody+1))
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, "the body could not be read: "+err.Error())
+		return
+	}
+	if len(raw) > maxRecordBody {
+		apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a recording's body is at most %d bytes", maxRecordBody))
+		return
+	}
+	if err := config.CheckNesting(raw); err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, err.Error())
+		return
+	}
+	var req recordRequest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, `the body is {"revision", "match", "session", "since", "apply"}: `+err.Error())
+		return
+	}
+	if req.Apply && !s.authorize(w, r, ActUpdate, s.inForce(name)) {
+		return
+	}
+	doc, _ := s.policy(r)
+	p := doc.Proxy(name)
+	if p == nil {
+		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+		return
+	}
+	if req.Apply && req.Revision == nil {
+		apierr.Write(w, apierr.RevisionRequired, "apply: true needs the revision of the proxy it adds to, as an update does")
+		return
+	}
+	if req.Revision != nil {
+		if _, err := config.ParseRevision(*req.Revision); err != nil {
+			apierr.Write(w, apierr.ConfigInvalid, "revision: "+err.Error())
+			return
+		}
+	}
+	bodies := 0
+	if doc.Journal.Bodies != nil {
+		bodies = int(*doc.Journal.Bodies)
+	}
+	switch {
+	case s.journal.Size() == 0:
+		apierr.Write(w, apierr.ConfigInvalid, "the journal is off (journal.size is 0): recording reads the exchanges it keeps")
+		return
+	case bodies == 0:
+		apierr.Write(w, apierr.ConfigInvalid, "journal.bodies is 0: recording needs the bodies the journal keeps; set journal.bodies (4Ki by default)")
+		return
+	}
+	q := url.Values{"proxy": {name}}
+	for k, v := range map[string]string{"path": req.Match, "session": req.Session, "since": req.Since} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	f, err := journal.ParseFilter(q, s.journal.Size())
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
+		return
+	}
+	entries, err := f.Select(s.journal.Entries(), func(string) bool { return true })
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
+		return
+	}
+	var taken []string
+	for _, m := range p.Mocks {
+		taken = append(taken, string(m.Name))
+	}
+	res, err := record.Mocks(entries, record.Limits{Bodies: bodies, BodyLimit: int(p.BodyLimit), Taken: taken})
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, err.Error())
+		return
+	}
+	preview := recordPreview{Mocks: res.Mocks, Exchanges: res.Exchanges}
+	if preview.Mocks == nil {
+		preview.Mocks = []map[string]any{}
+		preview.Message = "no forwarded exchange of proxy " + name + " in the journal matches: nothing to record"
+	}
+	if !req.Apply || len(res.Mocks) == 0 {
+		writeJSON(w, http.StatusOK, preview)
+		return
+	}
+	rt, err := s.ctl.Write(r.Context(), func(doc *config.Document) error {
+		cur := doc.Proxy(name)
+		if cur == nil {
+			return &notFound{"proxy " + name}
+		}
+		if rev, _ := config.ProxyRevision(cur); string(rev) != *req.Revision {
+			return &revisionMismatch{name: name, current: string(rev)}
+		}
+		next, err := withMocks(cur, res.Mocks)
+		if err != nil {
+			return err
+		}
+		*cur = *next
+		return nil
+	})
+	if err != nil {
+		s.writeFailure(w, err)
+		return
+	}
+	s.answerProxy(w, http.StatusOK, rt.Document.Proxy(name))
+}
+
+// withMocks is p with mocks appended, parsed as any proxy document is.
+func withMocks(p *config.Proxy, mocks []map[string]any) (*config.Proxy, error) {
+	v, _, err := proxyJSON(p)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("the proxy's document is not an object")
+	}
+	list, _ := m["mocks"].([]any)
+	for _, mock := range mocks {
+		list = append(list, mock)
+	}
+	m["mocks"] = list
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return config.ParseProxy(raw)
+}
+
+// recordParam names a recording's own keys in a filter's complaint.
+func recordParam(err error) string {
+	var pe *journal.ParamError
+	if errors.As(err, &pe) && pe.Param == "path" {
+		return "match: " + pe.Reason
+	}
+	return err.Error()
+}
