@@ -111,9 +111,9 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 			if apply {
 				what = "added to proxy " + proxy
 			}
-			head := fmt.Sprintf("# %d mocks %s", len(mocks), what)
+			head := "# " + count(len(mocks), "mock") + " " + what
 			if out.Exchanges > 0 {
-				head += fmt.Sprintf(", from %d exchanges", out.Exchanges)
+				head += ", from " + count(out.Exchanges, "exchange")
 			}
 			return write(cmd, head+"\n"+string(y))
 		},
@@ -126,4 +126,12 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 	fs.StringVar(&since, "since", "", "only exchanges after this RFC 3339 time or journal entry id")
 	fs.BoolVar(&apply, "apply", false, "append the mocks to the proxy instead of only printing them")
 	return cmd
+}
+
+// count is "1 mock", "2 mocks".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
