@@ -67,37 +67,18 @@ func BenchmarkForwardBareReverseProxy(b *testing.B) {
 	runForward(b, rp)
 }
 
-func BenchmarkForwardDoppel(b *testing.B) { benchForwardDoppel(b, false) }
+func BenchmarkForwardDoppel(b *testing.B) { benchForwardDoppel(b, false, false) }
 
 // BenchmarkForwardDoppelJournal is BenchmarkForwardDoppel with the
 // journal on, as by default: what recording costs.
-func BenchmarkForwardDoppelJournal(b *testing.B) { benchForwardDoppel(b, true) }
+func BenchmarkForwardDoppelJournal(b *testing.B) { benchForwardDoppel(b, true, false) }
 
 // BenchmarkForwardDoppelSession is BenchmarkForwardDoppel with every
 // request carrying the id of a live session over the proxy, whose overlay
 // adds a mock that does not match: what being in a session costs.
-func BenchmarkForwardDoppelSession(b *testing.B) {
-	up := benchUpstream(b)
-	doc, err := config.Load([]byte(oneProxy(up.URL+"/api/", "")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	rt, _ := runtime.Compile(doc)
-	logger := telemetry.NewLogger(io.Discard, "info", "json")
-	defer logger.Flush()
-	reg := session.New(rt, slog.New(slog.DiscardHandler))
-	spec, err := config.ParseSession([]byte(`{"proxies": {"zeta": {"mocks": [{"name": "unused", "request": {"method": "GET", "url": "^/never$"}, "response": {"status": 204}}]}}}`), rt.Document)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := reg.Create(context.Background(), spec, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	runForward(b, New(runtime.NewHolder(rt), Options{Log: logger, Sessions: reg}), "X-Doppel-Session", string(s.ID))
-}
+func BenchmarkForwardDoppelSession(b *testing.B) { benchForwardDoppel(b, false, true) }
 
-func benchForwardDoppel(b *testing.B, journaled bool) {
+func benchForwardDoppel(b *testing.B, journaled, inSession bool) {
 	up := benchUpstream(b)
 	doc, err := config.Load([]byte(oneProxy(up.URL+"/api/", "")))
 	if err != nil {
@@ -110,7 +91,21 @@ func benchForwardDoppel(b *testing.B, journaled bool) {
 	if journaled {
 		opts.Journal = journal.New(doc)
 	}
-	runForward(b, New(runtime.NewHolder(rt), opts))
+	if !inSession {
+		runForward(b, New(runtime.NewHolder(rt), opts))
+		return
+	}
+	reg := session.New(rt, slog.New(slog.DiscardHandler))
+	spec, err := config.ParseSession([]byte(`{"proxies": {"zeta": {"mocks": [{"name": "unused", "request": {"method": "GET", "url": "^/never$"}, "response": {"status": 204}}]}}}`), rt.Document)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := reg.Create(context.Background(), spec, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts.Sessions = reg
+	runForward(b, New(runtime.NewHolder(rt), opts), "X-Doppel-Session", string(s.ID))
 }
 
 // BenchmarkMock is the mock path end to end inside the handler: match,

@@ -124,6 +124,11 @@ func (s *supervisor) stop(p *proc) {
 	s.mu.Lock()
 	s.procs = slices.DeleteFunc(s.procs, func(q *proc) bool { return q == p })
 	s.mu.Unlock()
+	terminate(p)
+}
+
+// terminate sends SIGTERM, and SIGKILL when p has not exited 5 s later.
+func terminate(p *proc) {
 	if p.exited() {
 		return
 	}
@@ -131,6 +136,7 @@ func (s *supervisor) stop(p *proc) {
 	select {
 	case <-p.done:
 	case <-time.After(5 * time.Second):
+		fmt.Fprintf(os.Stderr, "bench: %s (pid %d) ignored SIGTERM; sending SIGKILL\n", p.name, p.pid)
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 		<-p.done
 	}
@@ -146,18 +152,7 @@ func (s *supervisor) stopAll() {
 	s.mu.Unlock()
 
 	for i := len(procs) - 1; i >= 0; i-- {
-		p := procs[i]
-		if p.exited() {
-			continue
-		}
-		_ = syscall.Kill(p.pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-			fmt.Fprintf(os.Stderr, "bench: %s (pid %d) ignored SIGTERM; sending SIGKILL\n", p.name, p.pid)
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
-			<-p.done
-		}
+		terminate(procs[i])
 	}
 	for pid, comm := range extra {
 		if c, err := procComm(pid); err == nil && c == comm {
