@@ -44,6 +44,9 @@ func recordBackend(t *testing.T) *httptest.Server {
 		case "GET /slow":
 			time.Sleep(40 * time.Millisecond)
 			_, _ = io.WriteString(w, "slow")
+		case "GET /logo.png":
+			h.Set("Content-Type", "image/png")
+			_, _ = w.Write([]byte("\x89PNG\r\n\x1a\n\x00\xff{{ x }}\"\\ end"))
 		case "GET /big":
 			_, _ = io.WriteString(w, strings.Repeat("b", 200))
 		default:
@@ -86,6 +89,7 @@ func postJSON(t *testing.T, url, body string) (int, map[string]any, string) {
 }
 
 // TestRecordThenReplayWithoutTheBackend: exchanges with a real backend
+// (text, JSON, binary)
 // become mocks through the admin API; applied, the same requests get the
 // same answers (statuses, headers, bodies byte for byte) with the backend
 // gone, and no secret was recorded.
@@ -102,7 +106,7 @@ func TestRecordThenReplayWithoutTheBackend(t *testing.T) {
 
 	requests := []struct{ method, path, body string }{
 		{"GET", "/catalog", ""}, {"GET", "/catalog", ""}, {"GET", "/text", ""}, {"GET", "/missing", ""},
-		{"POST", "/orders", `{"sku": "a"}`}, {"GET", "/slow", ""},
+		{"POST", "/orders", `{"sku": "a"}`}, {"GET", "/slow", ""}, {"GET", "/logo.png", ""},
 	}
 	live := map[string]recorded{}
 	for _, r := range requests {
@@ -118,7 +122,7 @@ func TestRecordThenReplayWithoutTheBackend(t *testing.T) {
 			t.Fatalf("%d %s", code, raw)
 		}
 		mocks, _ := v["mocks"].([]any)
-		if len(mocks) != 5 || v["exchanges"] != float64(6) {
+		if len(mocks) != 6 || v["exchanges"] != float64(7) {
 			t.Fatalf("%d mocks from %v exchanges: %s", len(mocks), v["exchanges"], raw)
 		}
 		if strings.Contains(raw, "s3cr3t") || strings.Contains(raw, "Set-Cookie") || strings.Contains(raw, `"Date"`) {
@@ -181,7 +185,7 @@ func TestRecordThenReplayWithoutTheBackend(t *testing.T) {
 
 	t.Run("applied, the backend can go", func(t *testing.T) {
 		r := doppel(t, invocation{args: []string{"mocks", "record", "--admin", admin, "--proxy", "shop", "--apply"}})
-		if r.code != wantOK || !strings.Contains(r.stdout, "# 5 mocks added to proxy shop") {
+		if r.code != wantOK || !strings.Contains(r.stdout, "# 6 mocks added to proxy shop") {
 			t.Fatalf("%s", r)
 		}
 		backend.Close()

@@ -112,15 +112,14 @@ func mock(e *journal.Entry, lim Limits, taken map[string]bool) (map[string]any, 
 	if len(body) > lim.BodyLimit {
 		return nil, &Error{fmt.Sprintf("%s is %d bytes, over the proxy's body_limit of %d: raise body_limit to record it, or leave it out with match", what, len(body), lim.BodyLimit)}
 	}
-	if !utf8.Valid(body) {
-		return nil, &Error{fmt.Sprintf("%s is binary (not UTF-8), which a mock's body cannot carry byte for byte: leave it out with match", what)}
-	}
 	resp := map[string]any{"status": e.Status}
 	if h := headers(e.ResponseHeaders); len(h) > 0 {
 		resp["headers"] = h
 	}
 	switch {
 	case len(body) == 0:
+	case !utf8.Valid(body):
+		resp["body"] = Bytes(body)
 	case json.Valid(body):
 		resp["json"] = Verbatim(string(body))
 	default:
@@ -178,6 +177,28 @@ func Verbatim(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// Bytes is any body, text or not, as a Jinja2 template that renders it
+// byte for byte: one string literal, printable ASCII as itself and every
+// other byte (the quote and the backslash too) as \xNN.
+func Bytes(b []byte) string {
+	var s strings.Builder
+	s.Grow(len(b)*2 + 8)
+	s.WriteString(`{{ "`)
+	const hex = "0123456789abcdef"
+	for _, c := range b {
+		switch {
+		case c >= 0x20 && c < 0x7f && c != '"' && c != '\\':
+			s.WriteByte(c)
+		default:
+			s.WriteString(`\x`)
+			s.WriteByte(hex[c>>4])
+			s.WriteByte(hex[c&15])
+		}
+	}
+	s.WriteString(`" }}`)
+	return s.String()
 }
 
 // opensTag reports whether a `{` before s[i] would open something: s[i]

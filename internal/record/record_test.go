@@ -50,3 +50,27 @@ func FuzzVerbatim(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBytes: any bytes, through Bytes and the renderer, come back as they
+// were.
+func FuzzBytes(f *testing.F) {
+	for _, s := range []string{"\x89PNG\r\n\x1a\n\x00", `"\`, "{{ x }}", "\xff\xfe", "é"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 4096 {
+			return
+		}
+		tpl, err := jinja.Compile(Bytes(b))
+		if err != nil {
+			t.Fatalf("%q: %v", b, err)
+		}
+		var out strings.Builder
+		if err := tpl.Execute(&out, jinja.NewVars()); err != nil {
+			t.Fatalf("%q: %v", b, err)
+		}
+		if out.String() != string(b) {
+			t.Fatalf("%q renders %q", b, out.String())
+		}
+	})
+}
