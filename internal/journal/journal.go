@@ -81,9 +81,11 @@ func (j *Journal) Configure(doc *config.Document) {
 	r.secret = secretsOf(jc.Reveals, append([]string{string(doc.Admin.Auth.Header)}, secretHeaders[:]...)...)
 	r.responseSecret = secretsOf(jc.Reveals, secretResponseHeaders[:]...)
 	if old != nil && len(old.slots) == size {
-		// The same slots under new settings: a request recording into
-		// the old ring meanwhile is not lost.
+		// The same slots under new settings, and their place: the next
+		// entry goes after the newest, not over the oldest. A request
+		// recording into the old ring meanwhile is not lost.
 		r.slots = old.slots
+		r.next.Store(old.next.Load())
 		j.ring.Store(r)
 		return
 	}

@@ -69,6 +69,21 @@ func TestRingKeepsTheNewest(t *testing.T) {
 	}
 }
 
+// TestAReloadKeepsEveryEntry: a reload that keeps the size (any saved
+// proxy) neither overwrites the oldest entry nor counts one dropped.
+func TestAReloadKeepsEveryEntry(t *testing.T) {
+	j := New(doc(t, "journal: {size: 5}\n"))
+	t0 := time.Now()
+	for i := range 3 {
+		record(j, fmt.Sprint(i), "zeta", "/", t0.Add(time.Duration(i)), nil)
+	}
+	j.Configure(doc(t, "journal: {size: 5}\n"))
+	record(j, "3", "zeta", "/", t0.Add(3), nil)
+	if got := ids(j.Entries()); got != "0,1,2,3" || j.Dropped() != 0 {
+		t.Errorf("entries %s, %d dropped; want 0,1,2,3 and none", got, j.Dropped())
+	}
+}
+
 // TestConcurrentRecording: many goroutines record at once (run with
 // -race); nothing is lost below the size.
 func TestConcurrentRecording(t *testing.T) {

@@ -2,12 +2,14 @@
 // with the revision it was loaded at. The form leads with what a tester
 // changes: a card per fault, then the mocks; the rest of the document is
 // folded under Advanced. Between the cards and the mocks, an existing
-// proxy shows its counters (counters.js), outside the form.
+// proxy shows its counters (counters.js), outside the form; Record from
+// traffic (record.js) adds mocks made from the journal.
 import { call, refusal } from './api.js';
 import { countersSection } from './counters.js';
 import { FAULTS, faultCard, mockFaults, shareField } from './faults.js';
 import { SchemaForm, el } from './form.js';
 import { JSON_SCHEMA, dump as toYAML, load } from './js-yaml.js';
+import { recordAction } from './record.js';
 import { sessionsNote } from './sessions.js';
 
 // The YAML mode reads with the JSON schema: the API speaks JSON, so
@@ -36,6 +38,14 @@ function reveal(e) {
   for (let d = e.closest('details'); d; d = d.parentElement.closest('details')) {
     d.open = true;
   }
+}
+
+// canonical is a value as JSON with every object's keys sorted: two
+// documents that say the same thing compare equal, whatever their order.
+function canonical(v) {
+  return JSON.stringify(v, (_, x) => (x && typeof x === 'object' && !Array.isArray(x)
+    ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]]))
+    : x));
 }
 
 // withoutCredentials is an upstream address as the page shows it.
@@ -160,6 +170,22 @@ export async function proxyPage(app, name, signal) {
   // between them are not, so the holder itself is never disabled.
   const holder = el('fieldset', { class: 'plain' });
   const counters = creating ? null : countersSection(app, current, () => inForce, signal);
+  // pristine is the document as the page drew it from the store, read
+  // back the way an edit would be: an edit since differs from it.
+  let pristine = '';
+  const edits = () => {
+    if (!yamlMode) {
+      return canonical(field.get());
+    }
+    try {
+      return canonical(fromYAML(yamlArea.value));
+    } catch {
+      return null; // a YAML that does not parse is an edit too
+    }
+  };
+  const recorder = creating ? null : recordAction(app, current, {
+    revision: () => revision, stored: () => inForce, unsaved: () => edits() !== pristine, signal,
+  });
   const yamlArea = el('textarea', { class: 'yaml', id: 'yaml', spellcheck: 'false', readonly: !!saveRefused, 'aria-label': 'The proxy document as YAML' });
 
   const showRevision = () => {
@@ -368,6 +394,7 @@ export async function proxyPage(app, name, signal) {
       }
       showRevision();
       showUpstream();
+      pristine = edits();
       if (counters) {
         counters.refresh(); // a changed proxy starts its counts again
       }
@@ -401,14 +428,16 @@ export async function proxyPage(app, name, signal) {
   showRevision();
   showUpstream();
   showForm();
+  pristine = edits();
   app.main.replaceChildren(
-    el('div', { class: 'head' }, title, modeButton, deleteButton, saveButton),
+    el('div', { class: 'head' }, title, recorder && recorder.button, modeButton, deleteButton, saveButton),
     banner,
     revisionLine,
     upstreamLine,
     ...(creating ? [] : [sessionsNote(app, current, signal)]),
     holder,
     yamlPanel,
+    ...(recorder ? [recorder.dialog] : []),
   );
   if (counters) {
     counters.refresh();
