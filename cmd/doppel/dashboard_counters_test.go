@@ -17,11 +17,10 @@ import (
 
 const viewerToken = "e1e1e1e1-2222-4222-8222-e1e1e1e1e1e1"
 
-// countersDoc has one proxy, shop, whose mock orders fails the first two
-// attempts of each Idempotency-Key, and whose own loss fails every
-// second forwarded request sending X-Chaos: on. The admin token may do
-// anything; viewer (group user) may list and read, not update.
-func countersDoc(dir string, serverPort, adminPort int, upstream string) string {
+// accessDocHead is the top of the browser tests' documents: both listeners,
+// the templates and the socket in dir, and two tokens: root (group admin)
+// may do anything, viewer (group user) may list and read, not update.
+func accessDocHead(dir string, serverPort, adminPort int) string {
 	return fmt.Sprintf(`server: {host: 127.0.0.1, port: %d}
 admin:
   host: 127.0.0.1
@@ -36,7 +35,16 @@ templates:
   dir: %s
 control:
   socket: %s
-proxies:
+`, serverPort, adminPort, dashboardToken, viewerToken,
+		strconv.Quote(filepath.Join(dir, "templates")), strconv.Quote(filepath.Join(dir, "doppel.sock")))
+}
+
+// countersDoc has one proxy, shop, whose mock orders fails the first two
+// attempts of each Idempotency-Key, and whose own loss fails every
+// second forwarded request sending X-Chaos: on. The admin token may do
+// anything; viewer (group user) may list and read, not update.
+func countersDoc(dir string, serverPort, adminPort int, upstream string) string {
+	return accessDocHead(dir, serverPort, adminPort) + fmt.Sprintf(`proxies:
   - name: shop
     type: http
     url: %s
@@ -53,7 +61,7 @@ proxies:
             percentage: 1.0
             status: 503
             when: {count: {first: 2}, per: {header: Idempotency-Key}}
-`, serverPort, adminPort, dashboardToken, viewerToken, strconv.Quote(filepath.Join(dir, "templates")), strconv.Quote(filepath.Join(dir, "doppel.sock")), upstream)
+`, upstream)
 }
 
 // The proxy page shows the counters of its faults' when after the fault

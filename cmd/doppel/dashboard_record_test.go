@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,21 +21,7 @@ import (
 // of its own (hello). The admin token may do anything; viewer (group
 // user) may list and read, not update.
 func recordPageDoc(dir string, serverPort, adminPort int, upstream string) string {
-	return fmt.Sprintf(`server: {host: 127.0.0.1, port: %d}
-admin:
-  host: 127.0.0.1
-  port: %d
-  tokens:
-    - {name: root, group: admin, token: %s}
-    - {name: viewer, group: user, token: %s}
-  access:
-    list: [admin, user]
-    read: [admin, user]
-templates:
-  dir: %s
-control:
-  socket: %s
-proxies:
+	return accessDocHead(dir, serverPort, adminPort) + fmt.Sprintf(`proxies:
   - name: shop
     type: http
     url: %s
@@ -44,7 +29,7 @@ proxies:
       - name: hello
         request: {method: GET, url: "^/hello$"}
         response: {status: 200, json: '{"hello": "world"}'}
-`, serverPort, adminPort, dashboardToken, viewerToken, strconv.Quote(filepath.Join(dir, "templates")), strconv.Quote(filepath.Join(dir, "doppel.sock")), upstream)
+`, upstream)
 }
 
 // The proxy page's Record from traffic: requests forwarded to a real

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,21 +17,7 @@ import (
 // here. The admin token may do anything; viewer (group user) may list
 // and read, not update.
 func sessionsDoc(dir string, serverPort, adminPort int) string {
-	return fmt.Sprintf(`server: {host: 127.0.0.1, port: %d}
-admin:
-  host: 127.0.0.1
-  port: %d
-  tokens:
-    - {name: root, group: admin, token: %s}
-    - {name: viewer, group: user, token: %s}
-  access:
-    list: [admin, user]
-    read: [admin, user]
-templates:
-  dir: %s
-control:
-  socket: %s
-proxies:
+	return accessDocHead(dir, serverPort, adminPort) + fmt.Sprintf(`proxies:
   - name: shop
     type: http
     url: http://127.0.0.1:9
@@ -40,7 +25,7 @@ proxies:
     type: http
     url: http://127.0.0.1:9
     resolve: {type: header, header: X-Backend}
-`, serverPort, adminPort, dashboardToken, viewerToken, strconv.Quote(filepath.Join(dir, "templates")), strconv.Quote(filepath.Join(dir, "doppel.sock")))
+`)
 }
 
 const (

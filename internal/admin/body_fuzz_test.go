@@ -10,13 +10,17 @@ import (
 	"testing"
 
 	"github.com/doppelproxy/doppel/internal/change"
+	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/store/file"
 )
 
 // fuzzServer is newEnv for a fuzz target: one file store and one admin
 // server shared by every input, called without a network in between.
-func fuzzServer(f *testing.F) *Server {
+func fuzzServer(f *testing.F) *Server { return fuzzServerWith(f, false) }
+
+// fuzzServerWith is fuzzServer, with the request journal on when asked.
+func fuzzServerWith(f *testing.F, journaled bool) *Server {
 	dir := f.TempDir()
 	path := filepath.Join(dir, "main.yaml")
 	if err := os.WriteFile(path, []byte(baseDoc), 0o644); err != nil {
@@ -34,7 +38,11 @@ func fuzzServer(f *testing.F) *Server {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return New(change.New(runtime.NewHolder(rt), st, nil), nil, nil, nil)
+	var j *journal.Journal
+	if journaled {
+		j = journal.New(snap.Document)
+	}
+	return New(change.New(runtime.NewHolder(rt), st, nil), nil, nil, j)
 }
 
 // checkAnswer asserts what every answer to a body must be: under 500, and
@@ -125,5 +133,33 @@ func FuzzProxyBody(f *testing.F) {
 		rec = httptest.NewRecorder()
 		documented(t, srv).ServeHTTP(rec, req)
 		checkAnswer(t, "PUT "+req.URL.Path, body, rec)
+	})
+}
+
+// FuzzRecordBody feeds arbitrary bytes as a recording's body, with the
+// journal on: nothing may panic or answer 5xx; an answer is a JSON object,
+// a refusal the envelope.
+func FuzzRecordBody(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"match": "^/x"}`, `{"match": "("}`, `{"apply": true}`, `{"apply": true, "revision": "0000000000000000"}`,
+		`{"apply": true, "revision": "zz"}`, `{"session": "s-1", "since": "2026-01-01T00:00:00Z"}`, `{"since": "nope"}`,
+		`{"aply": 1}`, `[]`, `null`, ``, `{"match": 1}`, `{"match": "` + strings.Repeat("(", 200) + `"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	srv := fuzzServerWith(f, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		name := string(srv.ctl.Runtime().Document.Proxies[0].Name)
+		req := httptest.NewRequest("POST", "/api/v1/proxies/"+name+"/record", strings.NewReader(string(body)))
+		req.Header.Set("X-Proxy-Authorization", "Bearer "+adminToken)
+		rec := httptest.NewRecorder()
+		documented(t, srv).ServeHTTP(rec, req)
+		var got map[string]any
+		if rec.Code >= 500 || json.Unmarshal(rec.Body.Bytes(), &got) != nil {
+			t.Fatalf("%q: %d %s", body, rec.Code, rec.Body.String())
+		}
+		if rec.Code >= 400 && got["status"] != "error" {
+			t.Fatalf("%q: %d without the envelope: %s", body, rec.Code, rec.Body.String())
+		}
 	})
 }

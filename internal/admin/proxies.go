@@ -251,12 +251,9 @@ func (s *Server) updateProxy(w http.ResponseWriter, r *http.Request) {
 		moves = append(moves, change.Move{From: name, To: string(p.Name)})
 	}
 	rt, err := s.ctl.Write(r.Context(), func(doc *config.Document) error {
-		cur := doc.Proxy(name)
-		if cur == nil {
-			return &notFound{"proxy " + name}
-		}
-		if rev, _ := config.ProxyRevision(cur); string(rev) != expected {
-			return &revisionMismatch{name: name, current: string(rev)}
+		cur, err := proxyAt(doc, name, expected)
+		if err != nil {
+			return err
 		}
 		if renamed && doc.Proxy(string(p.Name)) != nil {
 			return &config.Invalid{Violations: []config.Violation{{Path: "name", Message: "proxy " + string(p.Name) + " already exists: a rename needs a free name"}}}
@@ -269,6 +266,22 @@ func (s *Server) updateProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answerProxy(w, http.StatusOK, rt.Document.Proxy(string(p.Name)))
+}
+
+// proxyAt is the proxy named in doc, inside a write: not found, or at
+// another revision than expected (unless expected is ""), is an error the
+// write answers with.
+func proxyAt(doc *config.Document, name, expected string) (*config.Proxy, error) {
+	cur := doc.Proxy(name)
+	if cur == nil {
+		return nil, &notFound{"proxy " + name}
+	}
+	if expected != "" {
+		if rev, _ := config.ProxyRevision(cur); string(rev) != expected {
+			return nil, &revisionMismatch{name: name, current: string(rev)}
+		}
+	}
+	return cur, nil
 }
 
 func (s *Server) deleteProxy(w http.ResponseWriter, r *http.Request) {
@@ -286,14 +299,11 @@ func (s *Server) deleteProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	// The proxy's template files go with it (change.Controller.Write).
 	_, err = s.ctl.Write(r.Context(), func(doc *config.Document) error {
-		cur := doc.Proxy(name)
-		if cur == nil {
-			return &notFound{"proxy " + name}
+		if !present {
+			header = ""
 		}
-		if present {
-			if rev, _ := config.ProxyRevision(cur); string(rev) != header {
-				return &revisionMismatch{name: name, current: string(rev)}
-			}
+		if _, err := proxyAt(doc, name, header); err != nil {
+			return err
 		}
 		doc.Proxies = slices.DeleteFunc(doc.Proxies, func(p config.Proxy) bool { return string(p.Name) == name })
 		return nil

@@ -128,12 +128,9 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt, err := s.ctl.Write(r.Context(), func(doc *config.Document) error {
-		cur := doc.Proxy(name)
-		if cur == nil {
-			return &notFound{"proxy " + name}
-		}
-		if rev, _ := config.ProxyRevision(cur); string(rev) != *req.Revision {
-			return &revisionMismatch{name: name, current: string(rev)}
+		cur, err := proxyAt(doc, name, *req.Revision)
+		if err != nil {
+			return err
 		}
 		next, err := withMocks(cur, res.Mocks)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,7 +132,7 @@ func parkable(h http.Header) bool {
 		return false
 	}
 	for k := range h {
-		if len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
 			return false
 		}
 	}

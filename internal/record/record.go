@@ -36,11 +36,6 @@ type Result struct {
 	Exchanges int
 }
 
-// Error is an exchange that cannot become a mock, named.
-type Error struct{ Message string }
-
-func (e *Error) Error() string { return e.Message }
-
 // Mocks makes the mocks of entries (one proxy's, any order). Entries that
 // are not a forwarded answer the client got whole (a mock's, a fault's,
 // one cut or dropped) are passed over.
@@ -106,11 +101,11 @@ func recordable(e *journal.Entry) bool {
 func mock(e *journal.Entry, lim Limits, taken map[string]bool) (map[string]any, error) {
 	what := fmt.Sprintf("the answer to %s %s (journal entry %s)", e.Method, e.Path, e.ID)
 	if e.ResponseBodyTruncated {
-		return nil, &Error{fmt.Sprintf("%s is cut in the journal at journal.bodies = %d bytes: raise journal.bodies to record it, or leave it out with match", what, lim.Bodies)}
+		return nil, fmt.Errorf("%s is cut in the journal at journal.bodies = %d bytes: raise journal.bodies to record it, or leave it out with match", what, lim.Bodies)
 	}
 	body := []byte(e.ResponseBody)
 	if len(body) > lim.BodyLimit {
-		return nil, &Error{fmt.Sprintf("%s is %d bytes, over the proxy's body_limit of %d: raise body_limit to record it, or leave it out with match", what, len(body), lim.BodyLimit)}
+		return nil, fmt.Errorf("%s is %d bytes, over the proxy's body_limit of %d: raise body_limit to record it, or leave it out with match", what, len(body), lim.BodyLimit)
 	}
 	resp := map[string]any{"status": e.Status}
 	if h := headers(e.ResponseHeaders); len(h) > 0 {
