@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,7 +16,7 @@ import (
 // here. The admin token may do anything; viewer (group user) may list
 // and read, not update.
 func sessionsDoc(dir string, serverPort, adminPort int) string {
-	return accessDocHead(dir, serverPort, adminPort) + fmt.Sprintf(`proxies:
+	return accessDocHead(dir, serverPort, adminPort) + `proxies:
   - name: shop
     type: http
     url: http://127.0.0.1:9
@@ -25,7 +24,7 @@ func sessionsDoc(dir string, serverPort, adminPort int) string {
     type: http
     url: http://127.0.0.1:9
     resolve: {type: header, header: X-Backend}
-`)
+`
 }
 
 const (
