@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	goruntime "runtime"
@@ -17,16 +15,8 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/admin"
-	"github.com/doppelproxy/doppel/internal/change"
-	"github.com/doppelproxy/doppel/internal/compress"
 	"github.com/doppelproxy/doppel/internal/config"
-	"github.com/doppelproxy/doppel/internal/control"
-	"github.com/doppelproxy/doppel/internal/fault"
-	"github.com/doppelproxy/doppel/internal/journal"
-	"github.com/doppelproxy/doppel/internal/proxy"
-	"github.com/doppelproxy/doppel/internal/render"
-	"github.com/doppelproxy/doppel/internal/runtime"
-	"github.com/doppelproxy/doppel/internal/session"
+	"github.com/doppelproxy/doppel/internal/instance"
 	"github.com/doppelproxy/doppel/internal/store"
 	"github.com/doppelproxy/doppel/internal/store/file"
 	"github.com/doppelproxy/doppel/internal/store/postgres"
@@ -85,103 +75,6 @@ once. A configuration with violations is refused with every one listed.`,
 	fs.StringVar(&f.seed, "seed", "", "make every fault roll a function of this seed, the request's X-Request-ID and the attempt: a retry with the same id is rolled anew (env "+envSeed+")")
 	fs.BoolVar(&f.watch, "watch", false, "with the file store, reload by itself when the document changes")
 	return cmd
-}
-
-// followStore keeps the configuration in force equal to the store's when on:
-// the database announces every replica's writes; the file is followed
-// when asked (--watch). stop ends it and waits for a reload under way.
-func followStore(ctl *change.Controller, st store.Store, on bool) (stop func(), err error) {
-	w, ok := st.(store.Watcher)
-	if !ok || !on {
-		return func() {}, nil
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped, err := ctl.Follow(ctx, w)
-	if err != nil {
-		cancel()
-		return nil, failed("cannot watch %s: %v", w.Describe(), err)
-	}
-	return func() { cancel(); <-stopped }, nil
-}
-
-// newMetrics makes the metrics and keeps doppel_proxy_mocks current.
-func newMetrics(doc *config.Document, ctl *change.Controller) *telemetry.Metrics {
-	metrics := telemetry.NewMetrics(version.Version, *doc.Admin.Dashboard)
-	publishMocks(metrics, nil, ctl.Runtime())
-	ctl.OnSwap(func(old, next *runtime.Runtime) { publishMocks(metrics, old, next) })
-	return metrics
-}
-
-// newJournal makes the request journal, which outlives the runtime: a
-// reload resizes it when journal.size changes.
-func newJournal(ctl *change.Controller) *journal.Journal {
-	jr := journal.New(ctl.Runtime().Document)
-	ctl.OnSwap(func(_, next *runtime.Runtime) { jr.Configure(next.Document) })
-	return jr
-}
-
-// newSessions makes the live sessions, compiled again whenever the
-// configuration changes and ended at their expiry until stop is called.
-// With PostgreSQL they live in the database, and every replica's write
-// reaches this one through LISTEN (caught up after every connect).
-func newSessions(ctl *change.Controller, logger *telemetry.Logger, pg *postgres.Store) (reg *session.Registry, stop func()) {
-	reg = session.New(ctl.Runtime(), logger.Logger)
-	ctl.OnSwap(func(_, next *runtime.Runtime) { reg.Recompile(next) })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); reg.Run(ctx) }()
-	none := make(chan struct{})
-	close(none)
-	var watched <-chan struct{} = none
-	if pg != nil {
-		reg.Share(pg.Sessions())
-		watched = pg.Sessions().Watch(ctx, logger.Logger, func() bool { return reg.Sync(ctx) })
-	}
-	return reg, func() { cancel(); <-done; <-watched }
-}
-
-// publishMocks republishes doppel_proxy_mocks for the runtime now in force;
-// a proxy that left goes to 0.
-func publishMocks(m *telemetry.Metrics, old, next *runtime.Runtime) {
-	counts := map[string]int{}
-	for _, p := range next.Proxies {
-		counts[p.Name] = len(p.Mocks)
-	}
-	var gone []string
-	if old != nil {
-		for _, p := range old.Proxies {
-			if _, ok := counts[p.Name]; !ok {
-				gone = append(gone, p.Name)
-			}
-		}
-	}
-	m.PublishMocks(counts, gone)
-}
-
-// externalAddress settles Doppel's own address (SPEC §8.3): the
-// environment, else server.external_url, else the listener's address with
-// a wildcard bind read as loopback.
-func externalAddress(doc *config.Document, addr string, bound net.Addr) (*proxy.External, string, error) {
-	raw, source := "", ""
-	if v := strings.TrimSpace(os.Getenv(envExternalURL)); v != "" {
-		e, err := config.ParseExternalURL(v)
-		if err != nil {
-			return nil, "", failed("%s: %v", envExternalURL, err)
-		}
-		raw, source = e.String(), envExternalURL
-	} else if doc.Server.ExternalURL != nil {
-		raw, source = doc.Server.ExternalURL.String(), "server.external_url"
-	}
-	if raw == "" {
-		host, _, _ := net.SplitHostPort(addr)
-		_, port, _ := net.SplitHostPort(bound.String())
-		return proxy.ListenerExternal(net.JoinHostPort(host, port)), "the proxy listener", nil
-	}
-	e, err := proxy.NewExternal(raw)
-	if err != nil {
-		return nil, "", failed("%s: %v", source, err)
-	}
-	return e, source, nil
 }
 
 // limitProcess sets what the process may use: its threads, its soft
@@ -264,54 +157,32 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	rt, err := runtime.Compile(doc)
-	if err != nil {
-		return failed("cannot compile the configuration: %v", err)
-	}
-	holder := runtime.NewHolder(rt)
-	ctl := change.New(holder, st, logger)
-	metrics := newMetrics(doc, ctl)
-	jr := newJournal(ctl)
-	sessions, stopSessions := newSessions(ctl, logger, pg)
-	defer stopSessions()
-
-	stopFollowing, err := followStore(ctl, st, opts.Kind == store.KindPostgres || f.watch)
-	if err != nil {
-		return err
-	}
-	// Before the store closes: a reload under way finishes first.
-	defer stopFollowing()
-	ctlSrv, err := control.Listen(cmp.Or(f.socket, string(doc.Control.Socket)), ctl, tokenNames(envTokens))
-	if err != nil {
-		return failed("%v", err)
-	}
-	defer ctlSrv.Close()
-	go ctlSrv.Serve()
-
 	// Signals are ours before anyone can see the listener: a SIGTERM sent
 	// the moment the startup line appears is a graceful shutdown.
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
-	proxies, err := listenProxy(f, doc, holder, envTokens, logger, metrics, reporter, jr, sessions)
+	inst, err := instance.Start(doc, instance.Options{
+		Store:         st,
+		Postgres:      pg,
+		Follow:        opts.Kind == store.KindPostgres || f.watch,
+		ProxyAddr:     f.proxyAddr,
+		AdminAddr:     f.adminAddr,
+		ControlSocket: cmp.Or(f.socket, string(doc.Control.Socket)),
+		Seed:          f.seed,
+		ExternalURL:   strings.TrimSpace(os.Getenv(envExternalURL)),
+		EnvTokens:     envTokens,
+		Log:           logger,
+		Reporter:      reporter,
+	})
 	if err != nil {
-		return err
+		return failed("%v", err)
 	}
-	var admins listening
-	if *doc.Admin.Enable {
-		api := admin.New(ctl, envTokens, logger, jr)
-		api.Seeded = f.seed != ""
-		api.Metrics = metrics.Handler()
-		api.Sessions = sessions
-		if admins, err = listenAdmin(f, doc, api, metrics, logger); err != nil {
-			_ = proxies.ln.Close()
-			return err
-		}
-	}
-	logger.Info("doppel is serving", "version", version.Version, "proxy_addr", proxies.ln.Addr().String(),
+	rt := inst.Runtime.Load()
+	logger.Info("doppel is serving", "version", version.Version, "proxy_addr", inst.ProxyAddr().String(),
 		"revision", string(rt.Revision), "proxies", len(rt.Proxies), "workers", f.workers,
 		"memory_limit", memoryLimit, "render_budget", renderBudget)
-	return serveUntilSignal(logger, signals, proxies, admins)
+	return serveUntilSignal(logger, signals, inst)
 }
 
 // loadDocument reads and checks the stored document: serve refuses one
@@ -396,24 +267,6 @@ func startupChecks(doc *config.Document, logger *telemetry.Logger) ([]admin.Toke
 	return envTokens, nil
 }
 
-// tokenDigests are the environment's tokens as the proxy listener looks
-// for them: by digest, to the token's name.
-func tokenDigests(tokens []admin.Token) map[config.TokenDigest]string {
-	out := make(map[config.TokenDigest]string, len(tokens))
-	for _, t := range tokens {
-		out[config.DigestOf(string(t.Value))] = string(t.Name)
-	}
-	return out
-}
-
-func tokenNames(tokens []admin.Token) []config.Name {
-	var names []config.Name
-	for _, t := range tokens {
-		names = append(names, t.Name)
-	}
-	return names
-}
-
 // openStore creates the template directory and opens the store the
 // document came from (pg, when it is the database, already open), for the
 // changes to come. A database's template files are written out before
@@ -437,108 +290,12 @@ func openStore(opts store.Options, doc *config.Document, pg *postgres.Store) (st
 	return pg, nil
 }
 
-// listenProxy binds the proxy listener and builds its server.
-func listenProxy(f *serveFlags, doc *config.Document, holder *runtime.Holder, envTokens []admin.Token,
-	logger *telemetry.Logger, metrics *telemetry.Metrics, reporter *telemetry.Reporter, jr *journal.Journal, sessions *session.Registry) (listening, error) {
-	addr := cmp.Or(f.proxyAddr, net.JoinHostPort(doc.Server.Host.String(), strconv.Itoa(int(doc.Server.Port))))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return listening{}, failed("the proxy listener cannot bind %s: %v", addr, err)
-	}
-	external, source, err := externalAddress(doc, addr, ln.Addr())
-	if err != nil {
-		_ = ln.Close()
-		return listening{}, err
-	}
-	var roller fault.Roller
-	if f.seed != "" {
-		roller = fault.NewSeeded(f.seed)
-		logger.Info("fault rolls are seeded: a request replayed with the same X-Request-ID gets the same faults, and each retry of it a roll of its own")
-	}
-	logger.Info("redirects and bodies naming an upstream are rewritten to this address", "external_url", external.String(), "source", source)
-	handler := proxy.New(holder, proxy.Options{
-		Roller:    roller,
-		Log:       logger,
-		Templates: render.NewFiles(string(doc.Templates.Dir)),
-		External:  external,
-		Metrics:   metrics,
-		Reporter:  reporter,
-		// The document's tokens are the runtime's, current after a reload.
-		AdminTokens: tokenDigests(envTokens),
-		Journal:     jr,
-		Sessions:    sessions,
-	})
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    1 << 20,
-		IdleTimeout:       2 * time.Minute,
-		// `OPTIONS *` is a request like any other: it resolves, and is
-		// refused as a path that is not one.
-		DisableGeneralOptionsHandler: true,
-		ErrorLog:                     log.New(io.Discard, "", 0),
-	}
-	handler.ResumeOn(srv)
-	return listening{proxy.Listener(ln), srv}, nil
-}
-
-// listenAdmin binds the admin listener and builds its server.
-func listenAdmin(f *serveFlags, doc *config.Document, api *admin.Server, metrics *telemetry.Metrics, logger *telemetry.Logger) (listening, error) {
-	addr := cmp.Or(f.adminAddr, net.JoinHostPort(doc.Admin.Host.String(), strconv.Itoa(int(doc.Admin.Port))))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return listening{}, failed("the admin listener cannot bind %s: %v", addr, err)
-	}
-	srv := &http.Server{
-		Handler:           metrics.InstrumentAdmin(compress.Handler(api), api.Route),
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    1 << 20,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          log.New(io.Discard, "", 0),
-	}
-	logger.Info("the admin API is listening", "admin_addr", ln.Addr().String())
-	// Where a person goes next.
-	base := "http://" + browsable(ln.Addr()) + "/"
-	how := "admin actions need a token: one of admin.tokens, DOPPEL_ADMIN_TOKENS, or doppel token add --name NAME"
-	if *doc.Admin.Dashboard {
-		logger.Info("open the dashboard in a browser; "+how, "url", base, "api", base+"swagger-ui/")
-	} else {
-		logger.Info("the admin API is described at its Swagger UI; "+how, "url", base+"swagger-ui/")
-	}
-	return listening{ln, srv}, nil
-}
-
-// browsable is a bound address as a browser on this machine reaches it: a
-// wildcard bind is reached through loopback.
-func browsable(a net.Addr) string {
-	host, port, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
-
-// listening is a bound listener and the server for it; both nil when the
-// listener is off.
-type listening struct {
-	ln  net.Listener
-	srv *http.Server
-}
-
 // serveUntilSignal serves until SIGINT or SIGTERM, then drains in-flight
 // requests for up to drainTimeout; a second signal exits at once.
-func serveUntilSignal(logger *telemetry.Logger, signals <-chan os.Signal, proxies, admin listening) error {
-	served := make(chan error, 2)
-	for _, l := range []listening{proxies, admin} {
-		if l.srv != nil {
-			go func() { served <- l.srv.Serve(l.ln) }()
-		}
-	}
+func serveUntilSignal(logger *telemetry.Logger, signals <-chan os.Signal, inst *instance.Instance) error {
 	select {
-	case err := <-served:
+	case err := <-inst.Serve():
+		_ = inst.Shutdown(context.Background())
 		return failed("the proxy listener stopped: %v", err)
 	case sig := <-signals:
 		logger.Info("shutting down: draining in-flight requests", "signal", sig.String(), "timeout", drainTimeout.String())
@@ -551,24 +308,8 @@ func serveUntilSignal(logger *telemetry.Logger, signals <-chan os.Signal, proxie
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	if admin.srv != nil {
-		go func() { _ = admin.srv.Shutdown(ctx) }()
-	}
-	ph, _ := proxies.srv.Handler.(*proxy.Handler)
-	if ph != nil {
-		ph.Stopping() // parked answers say Connection: close from now on
-	}
-	if err := proxies.srv.Shutdown(ctx); err != nil {
+	if err := inst.Shutdown(ctx); err != nil {
 		logger.Warn("in-flight requests did not finish in time", "error", err.Error())
-		_ = proxies.srv.Close()
-	}
-	// Hanging requests hold connections the server handed over: they end
-	// now, each recorded before the log is flushed.
-	if ph != nil {
-		ph.EndHangs()
-		// Delayed answers waiting off the server finish, or go out at
-		// once when the drain time is over.
-		ph.EndParked(ctx)
 	}
 	logger.Info("stopped")
 	return nil
