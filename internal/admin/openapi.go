@@ -548,6 +548,15 @@ func answerSchemas() map[string]any {
 				ref("Proxy"),
 			},
 		},
+		"RecordPreview": object([]string{"mocks", "exchanges"}, map[string]any{
+			"mocks":     map[string]any{"type": "array", "items": ref("Mock"), "description": "One per method and path, the latest answer winning; `[]` when nothing matched."},
+			"exchanges": withDescription(count, "How many exchanges they were made from."),
+			"message":   withDescription(str, "Why there are none, when there are none."),
+		}),
+		"RecordResult": map[string]any{
+			"description": "With `apply: false`, or when nothing matched, what would be added (`RecordPreview`); with `apply: true`, the updated proxy and its new revision.",
+			"oneOf":       []any{ref("RecordPreview"), ref("ProxyRevision")},
+		},
 		"TemplateList": object([]string{"templates"}, map[string]any{
 			"templates": map[string]any{"type": "array", "items": object([]string{"name", "size"}, map[string]any{
 				"name": ref("TemplateName"), "size": withDescription(count, "Bytes."),

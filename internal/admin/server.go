@@ -164,7 +164,7 @@ func (s *Server) routeTable() []route {
 				"else `body`, written so that the template renders it byte for byte, and a `latency` from the upstream times seen. " +
 				"Needs `journal.bodies` > 0. With `apply: false` (needs `read`) it shows them; with `apply: true` (needs `update`) it appends " +
 				"them through the compare-and-swap of an update: `revision` is required.",
-			ok: []reply{{status: 200, means: "apply false, or nothing matched: the mocks (`[]` and a message when none); apply true: the updated proxy and its new revision", schema: schemaObject}},
+			ok: []reply{{status: 200, means: "apply false, or nothing matched: the mocks (`[]` and a message when none); apply true: the updated proxy and its new revision", schema: "RecordResult"}},
 			codes: []apierr.Code{apierr.ConfigInvalid, apierr.NotFound, apierr.RevisionMismatch, apierr.RevisionRequired,
 				apierr.UploadTooLarge, apierr.StoreError},
 		}},

@@ -1,0 +1,85 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+)
+
+// ReloadResult is a reload that took effect.
+type ReloadResult struct {
+	// Revision is the whole configuration's.
+	Revision string `json:"revision"`
+	// Proxies is how many are in force.
+	Proxies int `json:"proxies"`
+	// Unapplied are sections that changed but take effect on a restart.
+	Unapplied []string `json:"unapplied"`
+}
+
+// Reload loads the stored configuration and puts it in force; any
+// failure leaves the running one as it was (ErrConfigInvalid with every
+// violation, or ErrStoreError).
+func (c *Client) Reload(ctx context.Context) (ReloadResult, error) {
+	var out ReloadResult
+	_, err := c.do(ctx, call{op: opReload, want: []int{http.StatusOK}, out: &out})
+	return out, err
+}
+
+// Status is what a Doppel runs.
+type Status struct {
+	UptimeSeconds int64  `json:"uptime_seconds"`
+	Revision      string `json:"revision"`
+	// Seeded says whether fault rolls are reproducible (serve --seed).
+	Seeded  bool          `json:"seeded"`
+	Proxies []ProxyStatus `json:"proxies"`
+}
+
+// ProxyStatus is one proxy in force.
+type ProxyStatus struct {
+	Name string `json:"name"`
+	// Upstream is the URL without its credentials.
+	Upstream string `json:"upstream"`
+	// Resolve is "default" or "header:<Name>".
+	Resolve string `json:"resolve"`
+	Mocks   int    `json:"mocks"`
+}
+
+// Status reports what is in force; no token is needed.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var out Status
+	_, err := c.do(ctx, call{op: opStatus, want: []int{http.StatusOK}, out: &out})
+	return out, err
+}
+
+// Access is what the caller may do.
+type Access struct {
+	Caller Caller `json:"caller"`
+	// Global: action (list, read, create, update, delete, upload) ->
+	// whether the caller may, before per-proxy overrides.
+	Global map[string]bool `json:"global"`
+	// Proxies: proxy name -> action (read, update, delete, upload) ->
+	// whether the caller may; nil when the caller may not list.
+	Proxies map[string]map[string]bool `json:"proxies"`
+}
+
+// Caller is who Doppel takes the caller for: Kind anonymous, or token
+// with its Name and Group.
+type Caller struct {
+	Kind  string `json:"kind"`
+	Name  string `json:"name"`
+	Group string `json:"group"`
+}
+
+// Access reports what the caller may do; every caller may ask.
+func (c *Client) Access(ctx context.Context) (Access, error) {
+	var out Access
+	_, err := c.do(ctx, call{op: opAccess, want: []int{http.StatusOK}, out: &out})
+	return out, err
+}
+
+// Schema is the configuration document's JSON Schema (2020-12).
+func (c *Client) Schema(ctx context.Context) (json.RawMessage, error) {
+	var out json.RawMessage
+	_, err := c.do(ctx, call{op: opSchema, want: []int{http.StatusOK}, out: &out})
+	return out, err
+}

@@ -1,0 +1,318 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Request is one entry of the journal: a request the proxy listener
+// handled and what it answered.
+type Request struct {
+	// ID is the request's X-Request-ID; a retry that kept it repeats it.
+	ID      string    `json:"id"`
+	Time    time.Time `json:"time"`
+	Proxy   string    `json:"proxy"`
+	Mock    string    `json:"mock"`    // the mock that answered; empty when none
+	Session string    `json:"session"` // the session it belonged to; empty when none
+	Method  string    `json:"method"`
+	Path    string    `json:"path"`
+	Query   string    `json:"query"` // raw, as sent
+	// Headers as received; secrets (the admin token's header,
+	// Authorization, Proxy-Authorization, Cookie) read "***" unless
+	// journal.reveal lists them.
+	Headers               http.Header `json:"headers"`
+	Body                  Body        `json:"body"`
+	BodyTruncated         bool        `json:"body_truncated"`
+	Status                int         `json:"status"`
+	ResponseHeaders       http.Header `json:"response_headers"`
+	ResponseBody          Body        `json:"response_body"`
+	ResponseBodyTruncated bool        `json:"response_body_truncated"`
+	Fault                 Fault       `json:"fault"`
+	DurationMS            float64     `json:"duration_ms"`
+	// UpstreamMS is the upstream's time; nil when none answered.
+	UpstreamMS *float64 `json:"upstream_ms"`
+	Client     string   `json:"client"` // the peer's IP
+}
+
+// Fault is what fired for a request.
+type Fault struct {
+	Replace bool `json:"replace"` // a mock answered
+	Loss    bool `json:"loss"`
+	// Abort is where the connection was cut; empty when it was not.
+	Abort     string  `json:"abort"`
+	Hang      bool    `json:"hang"`
+	LatencyMS float64 `json:"latency_ms"`
+}
+
+// Body is a body the journal kept: its first journal.bodies bytes.
+type Body []byte
+
+// UnmarshalJSON reads the text, or {"base64": ...} for bytes that are
+// not UTF-8.
+func (b *Body) UnmarshalJSON(raw []byte) error {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		*b = Body(text)
+		return nil
+	}
+	var bin struct {
+		Base64 *string `json:"base64"`
+	}
+	if err := json.Unmarshal(raw, &bin); err != nil || bin.Base64 == nil {
+		return fmt.Errorf("a body is a string or {\"base64\": ...}, not %s", snippet(raw))
+	}
+	out, err := base64.StdEncoding.DecodeString(*bin.Base64)
+	if err != nil {
+		return fmt.Errorf("a body's base64: %w", err)
+	}
+	*b = out
+	return nil
+}
+
+// MarshalJSON writes the body as the journal does.
+func (b Body) MarshalJSON() ([]byte, error) {
+	if utf8.Valid(b) {
+		return json.Marshal(string(b))
+	}
+	return json.Marshal(map[string]string{"base64": base64.StdEncoding.EncodeToString(b)})
+}
+
+// Filter selects journal entries; every field left empty selects all.
+type Filter struct {
+	Proxy   string
+	Mock    string
+	Method  string
+	Path    string // a regular expression over the path, unanchored
+	Session string
+	// Since keeps the entries after one: an entry's ID, or a time
+	// (exclusive).
+	Since string
+	// Limit keeps the newest that many (still oldest first).
+	Limit int
+}
+
+// SinceTime is t as Filter.Since takes it.
+func SinceTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func (f Filter) query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"proxy": f.Proxy, "mock": f.Mock, "method": f.Method,
+		"path": f.Path, "session": f.Session, "since": f.Since} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.Limit != 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	return q
+}
+
+// RequestList is a page of the journal.
+type RequestList struct {
+	// Requests are oldest first.
+	Requests []Request `json:"requests"`
+	// Dropped counts the entries the ring forgot since start.
+	Dropped uint64 `json:"dropped"`
+}
+
+// Requests lists the journal's entries the filter selects, of the proxies
+// the caller may read.
+func (c *Client) Requests(ctx context.Context, f Filter) (RequestList, error) {
+	var out RequestList
+	_, err := c.do(ctx, call{op: opListRequests, query: f.query(), want: []int{http.StatusOK}, out: &out})
+	return out, err
+}
+
+// ClearRequests forgets the journal's entries of the proxies named, or of
+// every proxy the caller may update when none is.
+func (c *Client) ClearRequests(ctx context.Context, proxies ...string) error {
+	q := url.Values{}
+	for _, p := range proxies {
+		if p == "" {
+			return errors.New("doppel clearRequests: a proxy name is empty")
+		}
+		q.Add("proxy", p)
+	}
+	_, err := c.do(ctx, call{op: opClearRequests, query: q, want: []int{http.StatusNoContent}})
+	return err
+}
+
+// Verification is what a test expects the journal to hold.
+type Verification struct {
+	Match Match `json:"match"`
+	// Count bounds how many entries match.
+	Count *Range `json:"count,omitempty"`
+	// GapsMS bounds the milliseconds between consecutive matched entries
+	// (a backoff).
+	GapsMS *Range `json:"gaps_ms,omitempty"`
+	// SameHeader is a header every matched entry carries with one value,
+	// such as Idempotency-Key.
+	SameHeader string `json:"same_header,omitempty"`
+}
+
+// Match selects the entries a verification looks at.
+type Match struct {
+	Proxy   string `json:"proxy,omitempty"`
+	Mock    string `json:"mock,omitempty"`
+	Method  string `json:"method,omitempty"`
+	Path    string `json:"path,omitempty"` // a regular expression, unanchored
+	Session string `json:"session,omitempty"`
+	// Headers: header name -> a regular expression one of its values
+	// must match.
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Range is a closed interval; a nil end is open.
+type Range struct {
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
+}
+
+// Exactly is the range [n, n].
+func Exactly(n float64) *Range { return &Range{Min: &n, Max: &n} }
+
+// AtLeast is the range [n, ∞).
+func AtLeast(n float64) *Range { return &Range{Min: &n} }
+
+// AtMost is the range [0, n].
+func AtMost(n float64) *Range { return &Range{Max: &n} }
+
+// Between is the range [lo, hi].
+func Between(lo, hi float64) *Range { return &Range{Min: &lo, Max: &hi} }
+
+// VerifyResult is a verification that held.
+type VerifyResult struct {
+	Matched int       `json:"matched"`
+	GapsMS  []float64 `json:"gaps_ms"`
+}
+
+// Verify checks the journal against v. A condition that does not hold is
+// a *VerificationError (errors.Is(err, ErrVerificationFailed)) saying
+// which, with the entries matched.
+func (c *Client) Verify(ctx context.Context, v Verification) (VerifyResult, error) {
+	resp, err := c.send(ctx, call{op: opVerifyRequests, in: v})
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	defer resp.Body.Close()
+	body, err := readBounded(resp.Body)
+	if err != nil {
+		return VerifyResult{}, fmt.Errorf("doppel %s: reading the answer: %w", opVerifyRequests.id, err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		var out VerifyResult
+		if err := json.Unmarshal(body, &out); err != nil {
+			return VerifyResult{}, fmt.Errorf("doppel %s: the answer is not what the API documents: %w", opVerifyRequests.id, err)
+		}
+		return out, nil
+	case http.StatusConflict:
+		var failed struct {
+			Code     string    `json:"code"`
+			Message  string    `json:"message"`
+			Matched  int       `json:"matched"`
+			GapsMS   []float64 `json:"gaps_ms"`
+			Requests []Request `json:"requests"`
+		}
+		if json.Unmarshal(body, &failed) == nil && failed.Code == string(ErrVerificationFailed.(codeError)) {
+			return VerifyResult{}, &VerificationError{Message: failed.Message, Matched: failed.Matched,
+				GapsMS: failed.GapsMS, Requests: failed.Requests}
+		}
+	}
+	return VerifyResult{}, answerError(opVerifyRequests.id, resp.StatusCode, body)
+}
+
+// maxEvent bounds one event of the stream: an entry with its bodies.
+const maxEvent = 64 << 20
+
+// RequestStream is the journal's new entries as they are recorded. Close
+// it when done; it ends with its context too.
+type RequestStream struct {
+	body    io.ReadCloser
+	lines   *bufio.Scanner
+	dropped uint64
+}
+
+// StreamRequests follows the journal: entries the filter selects, as they
+// happen. With Since or Limit set, the kept entries they select come
+// first.
+func (c *Client) StreamRequests(ctx context.Context, f Filter) (*RequestStream, error) {
+	resp, err := c.send(ctx, call{op: opStreamRequests, query: f.query()})
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		body, _ := readBounded(resp.Body)
+		return nil, answerError(opStreamRequests.id, resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		resp.Body.Close()
+		return nil, fmt.Errorf("doppel %s: the answer is %q, not an event stream", opStreamRequests.id, ct)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(make([]byte, 0, 64<<10), maxEvent)
+	return &RequestStream{body: resp.Body, lines: lines}, nil
+}
+
+// Next waits for the next entry. It returns io.EOF when the stream ended
+// (Doppel stopped), and the context's error when it was cancelled.
+func (s *RequestStream) Next() (Request, error) {
+	var event, data string
+	for s.lines.Scan() {
+		line := s.lines.Text()
+		switch {
+		case line == "":
+			if data == "" {
+				event = ""
+				continue
+			}
+			switch event {
+			case "request":
+				var r Request
+				if err := json.Unmarshal([]byte(data), &r); err != nil {
+					return Request{}, fmt.Errorf("doppel %s: an entry that is not one: %w", opStreamRequests.id, err)
+				}
+				return r, nil
+			case "dropped":
+				var d struct {
+					Dropped uint64 `json:"dropped"`
+				}
+				if json.Unmarshal([]byte(data), &d) == nil {
+					s.dropped += d.Dropped
+				}
+			}
+			event, data = "", ""
+		case strings.HasPrefix(line, ":"): // a comment: keep-alive
+		case strings.HasPrefix(line, "event:"):
+			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			if data != "" {
+				data += "\n"
+			}
+			data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+		}
+	}
+	if err := s.lines.Err(); err != nil {
+		return Request{}, fmt.Errorf("doppel %s: %w", opStreamRequests.id, err)
+	}
+	return Request{}, io.EOF
+}
+
+// Dropped counts the entries this stream lost by falling behind.
+func (s *RequestStream) Dropped() uint64 { return s.dropped }
+
+// Close ends the stream.
+func (s *RequestStream) Close() error { return s.body.Close() }
