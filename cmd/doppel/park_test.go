@@ -303,6 +303,46 @@ func TestAParkedAnswerOutlivesTheSignal(t *testing.T) {
 	}
 }
 
+// TestAKeptConnectionDoesNotHoldTheStop: a keep-alive connection whose
+// delayed answer was written is idle, and a stopping Doppel closes it at
+// once. The server counts a connection handed back to it as new, and
+// waits five seconds for a new one's first request.
+func TestAKeptConnectionDoesNotHoldTheStop(t *testing.T) {
+	t.Parallel()
+	for _, path := range []string{"/bytes", "/mock/json"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			cfg := serveConfig(t, t.TempDir(), 0, 0, parkProxies(parkUpstream(t)))
+			p, addr := serveUp(t, cfg, nil)
+			p.settle()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			br := bufio.NewReader(c)
+			_, _ = io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: d\r\nX-Slow: slow\r\n\r\n")
+			res, err := http.ReadResponse(br, nil)
+			if err != nil || res.Close {
+				t.Fatalf("%v %+v", err, res)
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			stop := time.Now()
+			p.signalNow(syscall.SIGTERM)
+			if code := p.waitExit(20 * time.Second); code != 0 {
+				t.Fatalf("exit %d\n%s", code, p)
+			}
+			if took := time.Since(stop); took > 3*time.Second {
+				t.Errorf("stopped %v after the signal with one idle connection", took.Round(time.Millisecond))
+			}
+			if _, err := br.ReadByte(); err == nil {
+				t.Error("the idle connection stays open")
+			}
+		})
+	}
+}
+
 // delayLogged is the line of a delayed request whose client left: it is
 // answered (to no one) at once.
 func delayLogged(l map[string]any) bool {

@@ -54,8 +54,9 @@ type Handler struct {
 	hangs     heldConns
 	// parked are the connections of delayed answers waiting off the
 	// server; server is the one they go back to (nil: none is parked).
-	parked heldConns
-	server *http.Server
+	parked     heldConns
+	server     *http.Server
+	handedBack handedBack
 }
 
 // Options configure a Handler.

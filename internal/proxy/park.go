@@ -181,12 +181,47 @@ func (ex *exchange) waitParked(c net.Conn, pending []byte, registered bool) {
 		_ = c.Close()
 		return
 	}
-	if len(pending) > 0 {
-		c = &resumedConn{Conn: c, pending: pending}
-	}
+	rc := &resumedConn{Conn: c, pending: pending}
+	h.handedBack.add(rc)
 	// Serve returns at once: the connection is served by a goroutine of
 	// the server's, or closed when the server is shutting down.
-	_ = h.server.Serve(&oneConn{c: c, addr: c.LocalAddr()})
+	_ = h.server.Serve(&oneConn{c: rc, addr: c.LocalAddr()})
+}
+
+// handedBack are connections given back to the server after a parked
+// answer that have not begun another request. The server counts them as
+// new, and a shutting-down server waits five seconds for a new
+// connection's first request; these are idle keep-alive connections, so
+// they are closed when it shuts down, as it closes its idle ones. Their
+// lock is taken only by parked answers and their connections' first
+// state change.
+type handedBack struct {
+	mu    sync.Mutex
+	conns map[*resumedConn]struct{}
+}
+
+func (hb *handedBack) add(c *resumedConn) {
+	hb.mu.Lock()
+	if hb.conns == nil {
+		hb.conns = map[*resumedConn]struct{}{}
+	}
+	hb.conns[c] = struct{}{}
+	hb.mu.Unlock()
+}
+
+func (hb *handedBack) remove(c *resumedConn) {
+	hb.mu.Lock()
+	delete(hb.conns, c)
+	hb.mu.Unlock()
+}
+
+func (hb *handedBack) closeAll() {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	for c := range hb.conns {
+		_ = c.Close()
+		delete(hb.conns, c)
+	}
 }
 
 // oneConn is a listener that yields one connection, then says it is done.
@@ -283,8 +318,9 @@ func bodyAllowedForStatus(code int) bool {
 	return true
 }
 
-// resumedConn is a connection handed back with bytes the client sent
-// while its answer waited: the server reads those first.
+// resumedConn is a connection handed back after a parked answer, with
+// the bytes the client sent while it waited: the server reads those
+// first.
 type resumedConn struct {
 	net.Conn
 	pending []byte
@@ -395,4 +431,16 @@ func (h *Handler) EndParked(ctx context.Context) {
 // ResumeOn lets this handler park delayed answers on srv's HTTP/1.1
 // connections and hand them back to it once answered; without it, a
 // delayed answer waits in the handler.
-func (h *Handler) ResumeOn(srv *http.Server) { h.server = srv }
+func (h *Handler) ResumeOn(srv *http.Server) {
+	h.server = srv
+	prev := srv.ConnState
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		if rc, ok := c.(*resumedConn); ok && st != http.StateNew {
+			h.handedBack.remove(rc)
+		}
+		if prev != nil {
+			prev(c, st)
+		}
+	}
+	srv.RegisterOnShutdown(h.handedBack.closeAll)
+}
