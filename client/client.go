@@ -210,8 +210,3 @@ func snippet(b []byte) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
-
-// revisionOf is an ETag's revision: "<hex>" without its quotes.
-func revisionOf(h http.Header) string {
-	return strings.Trim(strings.TrimPrefix(h.Get("ETag"), "W/"), `"`)
-}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
@@ -80,6 +81,14 @@ func (c *Client) Access(ctx context.Context) (Access, error) {
 // Schema is the configuration document's JSON Schema (2020-12).
 func (c *Client) Schema(ctx context.Context) (json.RawMessage, error) {
 	var out json.RawMessage
-	_, err := c.do(ctx, call{op: opSchema, want: []int{http.StatusOK}, out: &out})
-	return out, err
+	if _, err := c.do(ctx, call{op: opSchema, want: []int{http.StatusOK}, out: &out}); err != nil {
+		return nil, err
+	}
+	var head struct {
+		Schema string `json:"$schema"`
+	}
+	if json.Unmarshal(out, &head) != nil || head.Schema == "" {
+		return nil, fmt.Errorf("doppel %s: the answer is not a JSON Schema: %s", opSchema.id, snippet(out))
+	}
+	return out, nil
 }

@@ -174,7 +174,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := s.Client.Status(ctx); err != nil {
-		return nil, fmt.Errorf("Doppel does not answer: %v", err)
+		return nil, fmt.Errorf("the Doppel started does not answer: %v", err)
 	}
 	return s, nil
 }
@@ -214,7 +214,7 @@ func (s *Server) Close() error {
 // test wrote.
 func documentOf(cfg Config, templates string) ([]byte, error) {
 	if cfg.YAML != "" && cfg.Proxies != nil {
-		return nil, errors.New("Config has YAML and Proxies: set one of them")
+		return nil, errors.New("the Config has YAML and Proxies: set one of them")
 	}
 	src := []byte(cfg.YAML)
 	if cfg.YAML == "" {
@@ -347,7 +347,11 @@ func (s *Server) Verify(t testing.TB, v client.Verification) client.VerifyResult
 	if errors.As(err, &failed) {
 		var lines []string
 		for _, r := range failed.Requests {
-			lines = append(lines, fmt.Sprintf("  %s %s %s?%s -> %d (%s)", r.Time.Format("15:04:05.000"), r.Method, r.Path, r.Query, r.Status, r.ID))
+			target := r.Path
+			if r.Query != "" {
+				target += "?" + r.Query
+			}
+			lines = append(lines, fmt.Sprintf("  %s %s %s -> %d (%s)", r.Time.Format("15:04:05.000"), r.Method, target, r.Status, r.ID))
 		}
 		t.Fatalf("doppeltest: verification failed: %s\nmatched %d:\n%s", failed.Message, failed.Matched, strings.Join(lines, "\n"))
 	}
