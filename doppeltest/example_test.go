@@ -29,18 +29,17 @@ func getWithRetries(c *http.Client, url string, attempts int) (*http.Response, e
 }
 
 // The test the README shows, as it is there (TestTheReadmeShowsThisTest
-// holds them equal).
+// holds them equal): a client that retries a 503 gets its answer, and the
+// journal shows three attempts with a backoff between them.
 func TestCartSurvivesTwo503s(t *testing.T) {
 	s := doppeltest.New(t, doppeltest.Config{YAML: `
 proxies:
 - name: shop
   type: http
-  url: http://127.0.0.1:9
-  mocks:
-  - {name: cart, request: {method: GET, url: ^/cart$}, response: {status: 200, json: '{"items": 2}'},
-     proxy: {loss: {percentage: 1, status: 503, when: {count: {first: 2}}}}}`})
-	resp, err := getWithRetries(http.DefaultClient, s.ProxyURL+"/cart", 3)
-	if err != nil || resp.StatusCode != 200 {
+  url: http://127.0.0.1:9 # no backend: the mock answers
+  mocks: [{name: cart, request: {method: GET, url: ^/cart$}, response: {status: 200, json: '{"items": 2}'},
+    proxy: {loss: {percentage: 1, status: 503, when: {count: {first: 2}}}}}]`})
+	if resp, err := getWithRetries(http.DefaultClient, s.ProxyURL+"/cart", 3); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("got %v, %v; want 200 after two retries", resp, err)
 	}
 	s.Verify(t, client.Verification{Match: client.Match{Path: "^/cart$"}, Count: client.Exactly(3), GapsMS: client.AtLeast(15)})
