@@ -32,5 +32,6 @@
 // In tests, package doppeltest starts a Doppel in-process and hands back
 // a Client for it.
 //
-// The package uses the standard library only.
+// Beyond the standard library it imports only this module's closed set of
+// error codes: a program using it pulls in no other dependency.
 package client
