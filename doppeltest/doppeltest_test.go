@@ -146,3 +146,18 @@ func TestASessionEndsWithItsTest(t *testing.T) {
 	}
 	s.Verify(t, client.Verification{Match: client.Match{Session: id}, Count: client.Exactly(1)})
 }
+
+// BenchmarkStartAndClose is what a Doppel costs a test: go test
+// ./doppeltest -run '^$' -bench StartAndClose.
+func BenchmarkStartAndClose(b *testing.B) {
+	cfg := doppeltest.Config{Proxies: []client.Proxy{mockAnswering("shop", "x")}, Logs: io.Discard}
+	for b.Loop() {
+		s, err := doppeltest.Start(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
