@@ -43,6 +43,17 @@ type Request struct {
 	// UpstreamMS is the upstream's time; nil when none answered.
 	UpstreamMS *float64 `json:"upstream_ms"`
 	Client     string   `json:"client"` // the peer's IP
+	// Tunnel is what an upgraded connection (a WebSocket) relayed; nil
+	// for any other request.
+	Tunnel *Tunnel `json:"tunnel"`
+}
+
+// Tunnel is what an upgraded connection relayed after the switch, until
+// it closed.
+type Tunnel struct {
+	BytesUp    int64   `json:"bytes_up"`   // from the client to the upstream
+	BytesDown  int64   `json:"bytes_down"` // from the upstream to the client
+	DurationMS float64 `json:"duration_ms"`
 }
 
 // Fault is what fired for a request.

@@ -695,7 +695,7 @@ func requestEntrySchema() map[string]any {
 		"oneOf": []any{str, object([]string{"base64"}, map[string]any{"base64": str})}}
 	ms := map[string]any{"type": "number", "minimum": 0}
 	return object([]string{"id", "time", "proxy", "mock", "session", "method", "path", "query", "headers", "body", "body_truncated",
-		"status", "response_headers", "response_body", "response_body_truncated", "fault", "duration_ms", "upstream_ms", "client"},
+		"status", "response_headers", "response_body", "response_body_truncated", "fault", "duration_ms", "upstream_ms", "client", "tunnel"},
 		map[string]any{
 			"id":                      withDescription(str, "The X-Request-ID."),
 			"time":                    map[string]any{"type": "string", "format": "date-time", "description": "When it arrived, RFC 3339 with nanoseconds."},
@@ -719,6 +719,14 @@ func requestEntrySchema() map[string]any {
 			"duration_ms": withDescription(ms, "To the response headers."),
 			"upstream_ms": map[string]any{"type": []any{"number", "null"}, "description": "The upstream's time, or null when none answered."},
 			"client":      withDescription(str, "The peer's IP."),
+			"tunnel": map[string]any{
+				"description": "What an upgraded connection (a WebSocket) relayed after the switch, until it closed, when the entry is recorded; null for any other request.",
+				"oneOf": []any{map[string]any{"type": "null"}, object([]string{"bytes_up", "bytes_down", "duration_ms"}, map[string]any{
+					"bytes_up":    withDescription(map[string]any{"type": "integer", "minimum": 0}, "From the client to the upstream."),
+					"bytes_down":  withDescription(map[string]any{"type": "integer", "minimum": 0}, "From the upstream to the client."),
+					"duration_ms": withDescription(ms, "From the switch to the close."),
+				})},
+			},
 		})
 }
 

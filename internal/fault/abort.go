@@ -87,6 +87,12 @@ func (s *swallower) WriteHeader(int)             {}
 func (s *swallower) Write(b []byte) (int, error) { return len(b), nil }
 func (s *swallower) Flush()                      {}
 func (s *swallower) Unwrap() http.ResponseWriter { return s.next }
+// Tunnel: on an upgrade, the switch is cut before it reaches the client.
+func (s *swallower) Tunnel() (int64, bool) {
+	s.cut = true
+	return -1, s.reset
+}
+
 func (s *swallower) End() {
 	if !s.cut {
 		s.cut = true
@@ -136,6 +142,13 @@ func (c *cutter) Flush() {
 	if !c.cut {
 		_ = http.NewResponseController(c.next).Flush()
 	}
+}
+
+// Tunnel: on an upgrade, the tunnel cuts after left bytes from the
+// upstream, and this writer does nothing more.
+func (c *cutter) Tunnel() (int64, bool) {
+	c.cut = true
+	return c.left, c.reset
 }
 
 // End cuts an answer whose body was no longer than after: the cut comes

@@ -31,6 +31,7 @@ type Entry struct {
 	DurationMS            float64   `json:"duration_ms"`
 	UpstreamMS            *float64  `json:"upstream_ms"`
 	Client                string    `json:"client"`
+	Tunnel                *Tunnel   `json:"tunnel"`
 
 	seq uint64 // the order of recording, from 1
 }
@@ -38,6 +39,14 @@ type Entry struct {
 // Seq is the entry's place in the order of recording, from 1: a stream
 // that replays entries skips the live ones it already sent by it.
 func (e *Entry) Seq() uint64 { return e.seq }
+
+// Tunnel is what an upgraded connection (a WebSocket) relayed after the
+// switch, until it closed.
+type Tunnel struct {
+	BytesUp    int64   `json:"bytes_up"`   // from the client to the upstream
+	BytesDown  int64   `json:"bytes_down"` // from the upstream to the client
+	DurationMS float64 `json:"duration_ms"`
+}
 
 // Fault is what fired for the request.
 type Fault struct {

@@ -19,6 +19,7 @@ type kept struct {
 	// duration, upstream and latency are those of the record.
 	duration, upstream, latency time.Duration
 	flags                       keptFlag
+	tunnel                      *telemetry.Tunnel // an upgraded connection's; nil for the rest
 	text                        []byte
 	ends                        [nText]uint32 // where each text field ends
 }
@@ -61,6 +62,10 @@ func keep(rec *telemetry.Exchange, start time.Time, s *settings) *kept {
 		duration: rec.Duration,
 		upstream: rec.UpstreamDuration,
 		latency:  rec.LatencyWaited,
+	}
+	if t := rec.Tunnel; t != nil {
+		c := *t
+		k.tunnel = &c
 	}
 	var body, responseBody []byte
 	if c := rec.RequestBody; c != nil {
@@ -161,6 +166,9 @@ func (k *kept) entry() *Entry {
 	if k.has(flagUpstream) {
 		ms := telemetry.Millis(k.upstream)
 		e.UpstreamMS = &ms
+	}
+	if t := k.tunnel; t != nil {
+		e.Tunnel = &Tunnel{BytesUp: t.Up, BytesDown: t.Down, DurationMS: telemetry.Millis(t.Duration)}
 	}
 	return e
 }

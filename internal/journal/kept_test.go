@@ -39,7 +39,7 @@ func TestAnEntryIsWhatWasRecorded(t *testing.T) {
 		`"response_headers":{"Content-Type":["text/plain"],"Set-Cookie":["***"]},` +
 		`"response_body":"ok","response_body_truncated":false,` +
 		`"fault":{"replace":true,"loss":true,"abort":null,"hang":false,"latency_ms":1},` +
-		`"duration_ms":1.5,"upstream_ms":0.25,"client":"10.0.0.7"}`
+		`"duration_ms":1.5,"upstream_ms":0.25,"client":"10.0.0.7","tunnel":null}`
 	if string(got) != want {
 		t.Errorf("entry\n%s\nwant\n%s", got, want)
 	}
@@ -49,5 +49,13 @@ func TestAnEntryIsWhatWasRecorded(t *testing.T) {
 	e := j.Entries()[1]
 	if e.Mock != nil || e.UpstreamMS != nil || e.Fault.Replace || e.Fault.Loss || len(e.Body) != 0 || e.Headers.Get("Accept") != "" {
 		t.Errorf("an entry with nothing recorded: %+v", e)
+	}
+
+	// A tunnel: what it relayed, kept apart from the record.
+	tun := &telemetry.Tunnel{Up: 12, Down: 1 << 33, Duration: 2500 * time.Microsecond}
+	j.Active().Record(&telemetry.Exchange{RequestID: "r-3", Proxy: "zeta", Method: "GET", Path: "/ws", Status: 101, Tunnel: tun}, at)
+	tun.Up = 99
+	if got := j.Entries()[2].Tunnel; got == nil || *got != (Tunnel{BytesUp: 12, BytesDown: 1 << 33, DurationMS: 2.5}) {
+		t.Errorf("a tunnel's entry: %+v", got)
 	}
 }

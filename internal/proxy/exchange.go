@@ -58,6 +58,9 @@ type exchange struct {
 	cut      bool
 	detached bool
 	handler  *Handler
+	// tunnel is the client's side of an upgraded connection, once the
+	// upstream switched protocols.
+	tunnel *tunnel
 
 	// timeout cancels the upstream exchange when the proxy's timeout has
 	// passed; timeoutLeft is its budget as of upstreamStart.
@@ -252,11 +255,15 @@ func (ex *exchange) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !ok {
 		return nil, nil, errors.New("hijacking is not supported")
 	}
-	c, brw, err := h.Hijack()
-	if err == nil && !ex.wroteHeader {
-		ex.wroteHeader = true
-		ex.rec.Status = http.StatusSwitchingProtocols
-		ex.rec.Duration = time.Since(ex.start)
+	switching := !ex.wroteHeader
+	if switching {
+		ex.switchProtocols()
 	}
-	return c, brw, err
+	c, brw, err := h.Hijack()
+	if err != nil || !switching {
+		return c, brw, err
+	}
+	ex.wroteHeader = true
+	ex.rec.Duration = time.Since(ex.start)
+	return ex.tunnelOn(c, brw)
 }

@@ -391,6 +391,9 @@ func (h *Handler) logRequest(ex *exchange) {
 		h.log.Warn("a fault condition's counters are full: the oldest keys are forgotten from now on",
 			"proxy", p.Name, "session", ex.rec.Session, "keys", p.Counters.Max())
 	}
+	if ex.tunnel != nil {
+		ex.rec.Tunnel = ex.tunnel.record()
+	}
 	h.metrics.ObserveProxy(&ex.rec)
 	h.log.LogRequest(&ex.rec)
 	if ex.journal == nil {

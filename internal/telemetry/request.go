@@ -38,6 +38,10 @@ type Exchange struct {
 	// AdminTokenRemoved names the admin token the request carried to the
 	// proxy listener, removed before anything saw it; "" when none.
 	AdminTokenRemoved string
+	// Tunnel is what an upgraded connection (a WebSocket) carried once
+	// the upstream switched protocols; nil for any other exchange. The
+	// request is recorded when the tunnel closes.
+	Tunnel *Tunnel
 
 	// What only the journal reads, filled only while it is on: the
 	// request as sent (its headers once an admin token is withheld), the
@@ -48,6 +52,13 @@ type Exchange struct {
 	ResponseHeader http.Header
 	RequestBody    *Capture
 	ResponseBody   *Capture
+}
+
+// Tunnel counts the bytes an upgraded connection relayed each way.
+type Tunnel struct {
+	Up       int64         // from the client to the upstream
+	Down     int64         // from the upstream to the client
+	Duration time.Duration // from the switch to the close
 }
 
 // Capture keeps the first Limit bytes of a body as it passes; Cut says
@@ -152,6 +163,10 @@ func (r *Exchange) attrs() []slog.Attr {
 	if r.AdminTokenRemoved != "" {
 		attrs = append(attrs, slog.String("admin_token_removed", r.AdminTokenRemoved))
 	}
+	if t := r.Tunnel; t != nil {
+		attrs = append(attrs, slog.Int64("tunnel_bytes_up", t.Up), slog.Int64("tunnel_bytes_down", t.Down),
+			slog.Float64("tunnel_duration_ms", Millis(t.Duration)))
+	}
 	return attrs
 }
 
@@ -199,6 +214,14 @@ func appendRequestJSON(b []byte, now time.Time, r *Exchange) []byte {
 	if r.AdminTokenRemoved != "" {
 		b = append(b, `,"admin_token_removed":`...)
 		b = appendJSONString(b, r.AdminTokenRemoved)
+	}
+	if t := r.Tunnel; t != nil {
+		b = append(b, `,"tunnel_bytes_up":`...)
+		b = strconv.AppendInt(b, t.Up, 10)
+		b = append(b, `,"tunnel_bytes_down":`...)
+		b = strconv.AppendInt(b, t.Down, 10)
+		b = append(b, `,"tunnel_duration_ms":`...)
+		b = appendMillis(b, t.Duration)
 	}
 	return append(b, "}\n"...)
 }
