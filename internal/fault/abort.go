@@ -87,6 +87,7 @@ func (s *swallower) WriteHeader(int)             {}
 func (s *swallower) Write(b []byte) (int, error) { return len(b), nil }
 func (s *swallower) Flush()                      {}
 func (s *swallower) Unwrap() http.ResponseWriter { return s.next }
+
 // Tunnel: on an upgrade, the switch is cut before it reaches the client.
 func (s *swallower) Tunnel() (int64, bool) {
 	s.cut = true
