@@ -88,7 +88,10 @@ type Loss struct {
 	// RetryAfter is sent as Retry-After, in whole seconds.
 	RetryAfter *int              `json:"retry_after,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"`
-	When       *When             `json:"when,omitempty"`
+	// GRPCStatus drops a gRPC call as gRPC fails: HTTP 200 with this
+	// grpc-status (0 to 16; 14 is UNAVAILABLE, which clients retry).
+	GRPCStatus *int  `json:"grpc_status,omitempty"`
+	When       *When `json:"when,omitempty"`
 }
 
 // Latency makes a share of requests take between Min and Max seconds.

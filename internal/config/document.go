@@ -143,6 +143,7 @@ type Loss struct {
 	Percentage Ratio                      `yaml:"percentage" required:"true" doc:"The share of requests to drop, as a fraction: 0.1 is one in ten."`
 	Status     Status                     `yaml:"status" required:"true" doc:"The status a dropped request is answered with."`
 	RetryAfter *RetryAfter                `yaml:"retry_after,omitempty" doc:"Sent as Retry-After on the dropped request's answer: whole seconds, 0 to 86400."`
+	GRPCStatus *GRPCStatus                `yaml:"grpc_status,omitempty" doc:"A gRPC request (Content-Type application/grpc...) is dropped as gRPC fails: HTTP 200 with this grpc-status (0 to 16, such as 14 UNAVAILABLE) and a grpc-message, which a gRPC client retries by its service config. Other requests get status."`
 	Headers    map[HeaderName]HeaderValue `yaml:"headers,omitempty" doc:"Headers added to the dropped request's answer."`
 	When       *When                      `yaml:"when,omitempty" doc:"Narrows the requests it may fire on: headers, a count per key, a window of time. The percentage applies to those it admits."`
 }

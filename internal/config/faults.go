@@ -186,6 +186,27 @@ func (RetryAfter) jsonSchema() map[string]any {
 	return num("integer", "Sent as Retry-After on the LOSS_INJECTED answer: whole seconds, 0 to 86400.", 0, maxRetryAfter, 2)
 }
 
+// GRPCStatus is a gRPC status code, 0 (OK) to 16 (UNAUTHENTICATED).
+type GRPCStatus int
+
+const maxGRPCStatus = 16
+
+func (v *GRPCStatus) UnmarshalYAML(n ast.Node) error {
+	i, err := integerValue(n, "a gRPC status code")
+	if err != nil {
+		return err
+	}
+	if i < 0 || i > maxGRPCStatus {
+		return refuse(n, "%d is not a gRPC status code: 0 (OK) to %d (UNAUTHENTICATED); 14 is UNAVAILABLE, what clients retry", i, maxGRPCStatus)
+	}
+	*v = GRPCStatus(i)
+	return nil
+}
+
+func (GRPCStatus) jsonSchema() map[string]any {
+	return num("integer", "A gRPC status code: 0 (OK) to 16 (UNAUTHENTICATED); 14 is UNAVAILABLE, 8 RESOURCE_EXHAUSTED, 4 DEADLINE_EXCEEDED.", 0, maxGRPCStatus, 14)
+}
+
 // byteCount reads an integer or a byte size's spelling, bounds left to the
 // caller.
 func byteCount(n ast.Node, what string) (int64, error) {

@@ -66,6 +66,9 @@ type Exchange interface {
 	http.ResponseWriter
 	// Fail answers with Doppel's error envelope under the given status.
 	Fail(status int, code apierr.Code, message string)
+	// FailGRPC answers a gRPC call as gRPC fails: HTTP 200 and the
+	// trailers-only form, grpc-status and grpc-message in the header.
+	FailGRPC(status int, message string)
 	// Delay makes d the target for the whole response: the answer's
 	// headers wait until d after the request arrived.
 	Delay(d time.Duration)

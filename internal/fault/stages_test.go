@@ -21,6 +21,7 @@ type recorder struct {
 	cut     bool
 	hung    time.Duration
 	req     *http.Request
+	grpc    int
 }
 
 func (r *recorder) Fired(name, _ string) { r.fired = append(r.fired, name) }
@@ -34,6 +35,11 @@ func (r *recorder) Request() *http.Request { return r.req }
 func (r *recorder) Fail(status int, code apierr.Code, message string) {
 	r.code = code
 	apierr.WriteStatus(r, status, code, message)
+}
+func (r *recorder) FailGRPC(status int, _ string) {
+	r.grpc = status
+	r.Header().Set("Grpc-Status", fmt.Sprint(status))
+	r.WriteHeader(http.StatusOK)
 }
 func (r *recorder) Delay(d time.Duration) { r.delay = d }
 func (r *recorder) Wrap(wrap func(http.ResponseWriter) http.ResponseWriter) {

@@ -352,7 +352,13 @@ func listenProxy(doc *config.Document, o Options, holder *runtime.Holder, metric
 		// refused as a path that is not one.
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     log.New(io.Discard, "", 0),
+		// HTTP/1.1, HTTP/2 over TLS, and cleartext HTTP/2 with prior
+		// knowledge (h2c): what gRPC clients speak without TLS.
+		Protocols: new(http.Protocols),
 	}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetHTTP2(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	handler.ResumeOn(srv)
 	return listening{proxy.Listener(ln), srv}, handler, nil
 }

@@ -3,9 +3,12 @@ package proxy
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
@@ -185,6 +188,34 @@ func (ex *exchange) fail(code apierr.Code, message string) {
 func (ex *exchange) Fail(status int, code apierr.Code, message string) {
 	ex.rec.ErrorCode = string(code)
 	apierr.WriteStatus(ex, status, code, message)
+}
+
+// FailGRPC answers a gRPC call with a gRPC status and no message: the
+// trailers-only form, which every gRPC client reads as the call's end. The
+// record says LOSS_INJECTED as for an envelope.
+func (ex *exchange) FailGRPC(status int, message string) {
+	ex.rec.ErrorCode = string(apierr.LossInjected)
+	h := ex.Header()
+	h.Set("Content-Type", "application/grpc")
+	h.Set("Grpc-Status", strconv.Itoa(status))
+	h.Set("Grpc-Message", grpcMessage(message))
+	h.Del("Content-Length")
+	ex.WriteHeader(http.StatusOK)
+}
+
+// grpcMessage percent-encodes what gRPC's grpc-message may not carry
+// as it is: bytes outside printable ASCII, and the percent sign.
+func grpcMessage(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // Delay sets the whole-response target.

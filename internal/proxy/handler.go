@@ -22,6 +22,7 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
@@ -47,6 +48,9 @@ type Handler struct {
 	envTokens map[config.TokenDigest]string
 	log       *telemetry.Logger
 	forward   *httputil.ReverseProxy
+	// forwardH2C carries gRPC calls to http:// upstreams, as cleartext
+	// HTTP/2 with prior knowledge: gRPC has no HTTP/1.1.
+	forwardH2C *httputil.ReverseProxy
 	templates *render.Files
 	external  *External
 	journal   *journal.Journal
@@ -113,6 +117,7 @@ func New(h *runtime.Holder, opts Options) *Handler {
 		sessions:  opts.Sessions,
 	}
 	handler.forward = handler.newForwarder(opts.Transport, opts.Log.Logger)
+	handler.forwardH2C = handler.newForwarder(NewH2CTransport(), opts.Log.Logger)
 	return handler
 }
 
@@ -336,7 +341,18 @@ func (h *Handler) forwardUpstream(ex *exchange, p *runtime.Proxy) {
 		ex.body = newBodyReader(ex, ex.upstreamStart.Add(p.Timeout))
 		out.Body = ex.body
 	}
+	if p.Upstream.Scheme == "http" && isNativeGRPC(out) {
+		h.forwardH2C.ServeHTTP(ex, out)
+		return
+	}
 	h.forward.ServeHTTP(ex, out)
+}
+
+// isNativeGRPC reports whether r is a gRPC call over HTTP/2 (not gRPC-Web,
+// which is HTTP/1.1's).
+func isNativeGRPC(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	return r.ProtoMajor == 2 && (ct == "application/grpc" || strings.HasPrefix(ct, "application/grpc+") || strings.HasPrefix(ct, "application/grpc;"))
 }
 
 // errUpstreamTimeout is why an exchange that ran out of time was cancelled.
