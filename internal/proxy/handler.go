@@ -51,11 +51,11 @@ type Handler struct {
 	// forwardH2C carries gRPC calls to http:// upstreams, as cleartext
 	// HTTP/2 with prior knowledge: gRPC has no HTTP/1.1.
 	forwardH2C *httputil.ReverseProxy
-	templates *render.Files
-	external  *External
-	journal   *journal.Journal
-	sessions  *session.Registry
-	hangs     heldConns
+	templates  *render.Files
+	external   *External
+	journal    *journal.Journal
+	sessions   *session.Registry
+	hangs      heldConns
 	// parked are the connections of delayed answers waiting off the
 	// server; server is the one they go back to (nil: none is parked).
 	parked     heldConns
