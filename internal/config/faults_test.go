@@ -20,6 +20,10 @@ func TestTransportFaultsAreBounded(t *testing.T) {
 		{"hang: {percentage: 0.1, seconds: 3601}", "proxies[0].hang.seconds", "over the 3600-second maximum"},
 		{"loss: {percentage: 0.1, status: 429, retry_after: 1.5}", "proxies[0].loss.retry_after", "whole seconds, 0 to 86400; write 2"},
 		{"loss: {percentage: 0.1, status: 429, retry_after: 86401}", "proxies[0].loss.retry_after", "0 to 86400"},
+		{"loss: {percentage: 0.1, status: 503, grpc_status: 17}", "proxies[0].loss.grpc_status", "17 is not a gRPC status code: 0 (OK) to 16"},
+		{"loss: {percentage: 0.1, status: 503, grpc_status: -1}", "proxies[0].loss.grpc_status", "-1 is not a gRPC status code"},
+		{"loss: {percentage: 0.1, status: 503, grpc_status: unavailable}", "proxies[0].loss.grpc_status", "a gRPC status code"},
+		{"loss: {percentage: 0.1, grpc_status: 14}", "proxies[0].loss.status", "required"},
 		{"loss: {percentage: 0.1, status: 429, headers: {'X A': b}}", "proxies[0].loss.headers", ""},
 	} {
 		vs := violations(t, proxyDoc(c.faults))
@@ -39,7 +43,7 @@ func TestTransportFaultsAreBounded(t *testing.T) {
 		t.Errorf("a mock's abort: %v", vs)
 	}
 	good := proxyDoc("abort: {percentage: 0.1, at: body, after: 1Ki, how: close}\nhang: {percentage: 0.05, seconds: 0.5}\n" +
-		"bandwidth: {percentage: 1, bytes_per_second: 16Ki}\nloss: {percentage: 0.2, status: 429, retry_after: 2, headers: {X-Why: quota}}")
+		"bandwidth: {percentage: 1, bytes_per_second: 16Ki}\nloss: {percentage: 0.2, status: 429, retry_after: 2, headers: {X-Why: quota}, grpc_status: 14}")
 	d, err := Load([]byte(good))
 	if err != nil {
 		t.Fatal(err)
