@@ -240,3 +240,16 @@ func TestAnAbortOnHTTP2ResetsTheStreamNotTheConnection(t *testing.T) {
 		t.Errorf("%d connections: the abort closed the connection", n)
 	}
 }
+
+func TestAGRPCStatusOutOfRangeIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, "proxies:\n  - name: rpc\n    type: http\n    url: http://127.0.0.1:9/\n    loss: {percentage: 1, status: 503, grpc_status: 17}\n")
+	for _, args := range [][]string{{"config", "validate", "--config", cfg}, {"serve", "--config", cfg}} {
+		r := doppel(t, invocation{args: args})
+		out := r.stdout + r.stderr
+		if r.code != 1 || !strings.Contains(out, "proxies[0].loss.grpc_status") || !strings.Contains(out, "17 is not a gRPC status code") {
+			t.Errorf("doppel %s: exit %d\n%s", args[0], r.code, out)
+		}
+	}
+}
