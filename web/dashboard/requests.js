@@ -31,6 +31,13 @@ export function faultsOf(f) {
   return out;
 }
 
+// tunnelText says what an upgraded connection (a WebSocket) relayed.
+export function tunnelText(t) {
+  const bytes = (n) => n.toLocaleString('en-US') + (n === 1 ? ' byte' : ' bytes');
+  const open = t.duration_ms < 1000 ? ms(t.duration_ms) : (Math.round(t.duration_ms / 100) / 10) + ' s';
+  return 'Tunnel: ' + bytes(t.bytes_up) + ' from the client, ' + bytes(t.bytes_down) + ' from the upstream, open ' + open + '.';
+}
+
 function ms(x) {
   if (x === null || x === undefined) {
     return '—';
@@ -149,7 +156,10 @@ export async function requestsPage(app, signal) {
       el('td', { text: e.proxy || '—' }),
       el('td', { text: e.mock || '—' }),
       el('td', { class: 'num' }, el('span', { class: statusClass(e.status), text: String(e.status) })),
-      el('td', { class: 'faults' }, f.length ? f.map((x) => el('span', { class: x === 'mock' ? 'tag' : 'tag fault', text: x })) : el('span', { class: 'muted', text: 'none' })),
+      el('td', { class: 'faults' }, f.length || e.tunnel
+        ? [...(e.tunnel ? [el('span', { class: 'tag', text: 'tunnel', title: tunnelText(e.tunnel) })] : []),
+          ...f.map((x) => el('span', { class: x === 'mock' ? 'tag' : 'tag fault', text: x }))]
+        : el('span', { class: 'muted', text: 'none' })),
       el('td', { class: 'num nowrap', text: ms(e.duration_ms) }),
       el('td', { class: 'num nowrap', text: ms(e.upstream_ms) }));
     const open = () => showDetail(e, tr);
@@ -236,6 +246,7 @@ export async function requestsPage(app, signal) {
         el('h2', {}, el('span', { class: 'mono', text: e.method + ' ' + e.path + (e.query ? '?' + e.query : '') }), ' ',
           el('span', { class: statusClass(e.status), text: String(e.status) })), close),
       el('p', { class: 'muted', text: 'Request ' + e.id + ' at ' + e.time + ' from ' + (e.client || 'unknown') + (e.session ? ', session ' + e.session : '') }),
+      e.tunnel ? el('p', { id: 'detail-tunnel', text: tunnelText(e.tunnel) }) : '',
       el('div', { class: 'exchange' },
         el('section', { id: 'detail-request' }, el('h3', { text: 'Request headers' }), headerList(e.headers),
           el('h3', { text: 'Request body' }), el('pre', { class: 'body', text: bodyText(e.body, e.body_truncated) })),
