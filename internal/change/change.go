@@ -132,7 +132,13 @@ func canonicalOf(s config.Server) string {
 	if s.ExternalURL != nil {
 		ext = s.ExternalURL.String()
 	}
-	return fmt.Sprint(s.Host.String(), s.Port, ext)
+	tls := ""
+	if s.TLS != nil {
+		// The files' contents are read again by themselves; which files,
+		// or auto, are the listener's at start.
+		tls = fmt.Sprintf("%+v", *s.TLS)
+	}
+	return fmt.Sprint(s.Host.String(), s.Port, ext, tls)
 }
 
 // Conflict is a write refused because what it was based on moved.

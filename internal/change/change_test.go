@@ -274,3 +274,30 @@ func TestEverySwapHookRuns(t *testing.T) {
 		t.Fatalf("hooks run: %v", calls)
 	}
 }
+
+// TestServerTLSNeedsARestart: server.tls set, changed or removed is said
+// to take effect on a restart, as the rest of server is.
+func TestServerTLSNeedsARestart(t *testing.T) {
+	load := func(tls string) *config.Document {
+		d, err := config.Load([]byte(strings.Replace(doc, "port: 8080}", "port: 8080"+tls+"}", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	plain, auto, files := load(""), load(", tls: {auto: true}"), load(", tls: {cert: c.pem, key: k.pem}")
+	for _, c := range []struct {
+		name       string
+		from, to   *config.Document
+		wantServer bool
+	}{
+		{"set", plain, auto, true},
+		{"changed", auto, files, true},
+		{"removed", files, plain, true},
+		{"the same", files, load(", tls: {cert: c.pem, key: k.pem}"), false},
+	} {
+		if got := slices.Contains(Unapplied(c.from, c.to), "server"); got != c.wantServer {
+			t.Errorf("%s: server unapplied %v, want %v", c.name, got, c.wantServer)
+		}
+	}
+}

@@ -34,6 +34,7 @@ type Server struct {
 	// SessionHeader is left out of the canonical form when unset, so that
 	// a document written before sessions keeps its revision.
 	SessionHeader HeaderName `yaml:"session_header,omitempty" doc:"The header a request carries its session's id in (SPEC §17.5). Defaults to X-Doppel-Session."`
+	TLS           *TLS       `yaml:"tls,omitempty" doc:"Serve HTTPS (HTTP/2 and HTTP/1.1) on the proxy listener: {cert, key} PEM files, or {auto: true} for a certificate under a CA Doppel makes. Absent serves plain HTTP (and h2c)."`
 }
 
 // Admin is the admin listener and its access policy.

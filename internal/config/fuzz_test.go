@@ -22,6 +22,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(proxyDoc("abort: {percentage: 0.1, at: body, after: 1Ki, how: close}\nhang: {percentage: 0.05, seconds: 0.5}\nbandwidth: {percentage: 1, bytes_per_second: 16Ki}\nloss: {percentage: 0.2, status: 429, retry_after: 2, headers: {X-Why: quota}}")))
 	f.Add([]byte(proxyDoc("abort: {percentage: 1, at: response, after: 0}\nbandwidth: {percentage: 1, bytes_per_second: '1 MB'}")))
 	f.Add([]byte(proxyDoc("loss: {percentage: 1, status: 503, when: {headers: {X-C: '^m'}, count: {first: 2}, per: {header: Idempotency-Key}, window: {from: 0, for: 30}}}")))
+	f.Add([]byte(tlsDoc("{auto: true, ca_file: ca.pem, state_dir: st}")))
+	f.Add([]byte(tlsDoc("{cert: c.pem, key: k.pem}")))
 	f.Add([]byte("server: [1\n"))
 	f.Add([]byte("&a [*a]"))
 	f.Fuzz(func(t *testing.T, src []byte) {

@@ -26,6 +26,7 @@ func Validate(d *Document) []Violation {
 	if e := d.Server.ExternalURL; e != nil && e.IsTemplate() {
 		vs = append(vs, checkTemplate("server.external_url", e.String(), SystemVariables)...)
 	}
+	vs = append(vs, validateTLS(d.Server.TLS)...)
 
 	vs = append(vs, validateTokens(d)...)
 	vs = append(vs, validateAccess(d)...)
