@@ -161,12 +161,17 @@ func Start(cfg Config) (_ *Server, err error) {
 		Seed:      cfg.Seed,
 		EnvTokens: []admin.Token{{Name: "doppeltest", Group: config.GroupAdmin, Value: config.Token(s.Token)}},
 		Log:       s.log,
+		// server.tls.auto keeps its files here, in the temporary directory.
+		ConfigPath: path,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.stopped = s.inst.Serve()
 	s.ProxyURL = "http://" + s.inst.ProxyAddr().String()
+	if doc.Server.TLS != nil {
+		s.ProxyURL = "https://" + s.inst.ProxyAddr().String()
+	}
 	s.AdminURL = "http://" + s.inst.AdminAddr().String()
 	s.SessionHeader = string(config.SessionHeaderOf(doc))
 	s.Client = client.New(s.AdminURL, client.WithToken(s.Token))

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	goruntime "runtime"
 	"strconv"
 	"strings"
@@ -171,6 +172,8 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		ControlSocket: cmp.Or(f.socket, string(doc.Control.Socket)),
 		Seed:          f.seed,
 		ExternalURL:   strings.TrimSpace(os.Getenv(envExternalURL)),
+		ConfigPath:    configPathOf(opts),
+		StateHome:     stateHome(),
 		EnvTokens:     envTokens,
 		Log:           logger,
 		Reporter:      reporter,
@@ -183,6 +186,27 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		"revision", string(rt.Revision), "proxies", len(rt.Proxies), "workers", f.workers,
 		"memory_limit", memoryLimit, "render_budget", renderBudget)
 	return serveUntilSignal(logger, signals, inst)
+}
+
+// configPathOf is the configuration file's path, "" with a database.
+func configPathOf(opts store.Options) string {
+	if opts.Kind != store.KindFile {
+		return ""
+	}
+	return opts.ConfigPath
+}
+
+// stateHome is where Doppel keeps state that has no configuration file to
+// live beside: $XDG_STATE_HOME/doppel, else ~/.local/state/doppel; "" when
+// neither is known.
+func stateHome() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "doppel")
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		return filepath.Join(home, ".local", "state", "doppel")
+	}
+	return ""
 }
 
 // loadDocument reads and checks the stored document: serve refuses one

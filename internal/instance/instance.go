@@ -15,10 +15,14 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/admin"
+	"github.com/doppelproxy/doppel/internal/certs"
 	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/compress"
 	"github.com/doppelproxy/doppel/internal/config"
@@ -55,6 +59,13 @@ type Options struct {
 	// ExternalURL is Doppel's own address (DOPPEL_EXTERNAL_URL) when set,
 	// ahead of server.external_url.
 	ExternalURL string
+	// ConfigPath is the configuration file's path with the file store, ""
+	// with a database: server.tls.auto keeps its files beside it.
+	ConfigPath string
+	// StateHome is where server.tls.auto keeps its files when there is no
+	// configuration file ($XDG_STATE_HOME/doppel, else
+	// ~/.local/state/doppel); read by the caller, not here.
+	StateHome string
 	// EnvTokens are admin tokens from outside the document.
 	EnvTokens []admin.Token
 	Log       *telemetry.Logger
@@ -271,7 +282,7 @@ func publishMocks(m *telemetry.Metrics, old, next *runtime.Runtime) {
 // externalAddress settles Doppel's own address (SPEC §8.3): the
 // environment's, else server.external_url, else the listener's address
 // with a wildcard bind read as loopback.
-func externalAddress(doc *config.Document, fromEnv, addr string, bound net.Addr) (*proxy.External, string, error) {
+func externalAddress(doc *config.Document, fromEnv, scheme, addr string, bound net.Addr) (*proxy.External, string, error) {
 	raw, source := "", ""
 	if fromEnv != "" {
 		e, err := config.ParseExternalURL(fromEnv)
@@ -285,7 +296,7 @@ func externalAddress(doc *config.Document, fromEnv, addr string, bound net.Addr)
 	if raw == "" {
 		host, _, _ := net.SplitHostPort(addr)
 		_, port, _ := net.SplitHostPort(bound.String())
-		return proxy.ListenerExternal(net.JoinHostPort(host, port)), "the proxy listener", nil
+		return proxy.ListenerExternal(scheme, net.JoinHostPort(host, port)), "the proxy listener", nil
 	}
 	e, err := proxy.NewExternal(raw)
 	if err != nil {
@@ -316,11 +327,29 @@ func tokenNames(tokens []admin.Token) []config.Name {
 func listenProxy(doc *config.Document, o Options, holder *runtime.Holder, metrics *telemetry.Metrics,
 	jr *journal.Journal, sessions *session.Registry) (listening, *proxy.Handler, error) {
 	addr := cmp.Or(o.ProxyAddr, net.JoinHostPort(doc.Server.Host.String(), strconv.Itoa(int(doc.Server.Port))))
+	// The certificate before the bind: a bad one binds nothing.
+	cert, err := listenerCertificate(doc, o, addr)
+	if err != nil {
+		return listening{}, nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		if cert != nil {
+			_ = cert.Close()
+		}
 		return listening{}, nil, fmt.Errorf("the proxy listener cannot bind %s: %v", addr, err)
 	}
-	external, source, err := externalAddress(doc, o.ExternalURL, addr, ln.Addr())
+	scheme := "http"
+	if cert != nil {
+		// TLS beneath proxy.Listener, whose wrapper then sees what the
+		// server writes in the clear. The server is handed no *tls.Conn,
+		// so HTTP/2 negotiated by ALPN arrives as HTTP/2 with prior
+		// knowledge (the Protocols below serve it) and requests have no
+		// TLS state: Options.TLS says https instead. Closing the listener
+		// stops the certificate's watching.
+		ln, scheme = cert.Listen(ln), "https"
+	}
+	external, source, err := externalAddress(doc, o.ExternalURL, scheme, addr, ln.Addr())
 	if err != nil {
 		_ = ln.Close()
 		return listening{}, nil, err
@@ -342,6 +371,7 @@ func listenProxy(doc *config.Document, o Options, holder *runtime.Holder, metric
 		AdminTokens: tokenDigests(o.EnvTokens),
 		Journal:     jr,
 		Sessions:    sessions,
+		TLS:         cert != nil,
 	})
 	srv := &http.Server{
 		Handler:           handler,
@@ -353,7 +383,8 @@ func listenProxy(doc *config.Document, o Options, holder *runtime.Holder, metric
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     log.New(io.Discard, "", 0),
 		// HTTP/1.1, HTTP/2 over TLS, and cleartext HTTP/2 with prior
-		// knowledge (h2c): what gRPC clients speak without TLS.
+		// knowledge (h2c): what gRPC clients speak without TLS, and how
+		// HTTP/2 over server.tls reaches the server (above).
 		Protocols: new(http.Protocols),
 	}
 	srv.Protocols.SetHTTP1(true)
@@ -361,6 +392,66 @@ func listenProxy(doc *config.Document, o Options, holder *runtime.Holder, metric
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	handler.ResumeOn(srv)
 	return listening{proxy.Listener(ln), srv}, handler, nil
+}
+
+// listenerCertificate is the proxy listener's certificate when server.tls
+// is set (SPEC §17.7): the pair of files, watched for changes, or the one
+// auto makes for the listener's names; nil without server.tls.
+func listenerCertificate(doc *config.Document, o Options, addr string) (*certs.Source, error) {
+	t := doc.Server.TLS
+	if t == nil {
+		return nil, nil
+	}
+	if !t.Auto {
+		src, err := certs.Watch(string(t.Cert), string(t.Key), o.Log.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("server.tls: %v", err)
+		}
+		c := src.Certificate().Leaf
+		o.Log.Info("the proxy listener serves TLS; the certificate is read again when its files change",
+			"cert", string(t.Cert), "key", string(t.Key), "serial", fmt.Sprintf("%x", c.SerialNumber),
+			"not_after", c.NotAfter.UTC().Format(time.RFC3339))
+		return src, nil
+	}
+	caFile, stateDir := t.AutoFiles(o.ConfigPath, o.StateHome)
+	if caFile == "" || stateDir == "" {
+		return nil, errors.New("server.tls.auto: there is no configuration file to keep the certificates beside, nor a home directory: set server.tls.state_dir and server.tls.ca_file")
+	}
+	// Absolute in the log, so that a person finds them.
+	for _, p := range []*string{&caFile, &stateDir} {
+		if abs, err := filepath.Abs(*p); err == nil {
+			*p = abs
+		}
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	names := certs.Names(host, externalHost(doc, o.ExternalURL)...)
+	src, err := certs.Auto(certs.AutoOptions{StateDir: stateDir, CAFile: caFile, Names: names, Log: o.Log.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("server.tls.auto: %v", err)
+	}
+	c := src.Certificate().Leaf
+	o.Log.Info("the proxy listener serves TLS under Doppel's own CA; clients trust the CA certificate in ca_file",
+		"ca_file", caFile, "names", strings.Join(names, ","),
+		"not_after", c.NotAfter.UTC().Format(time.RFC3339))
+	return src, nil
+}
+
+// externalHost is the host clients reach Doppel by when an address is
+// configured (the environment's, else server.external_url), for auto's
+// certificate; none when it is a template, known only per request.
+func externalHost(doc *config.Document, fromEnv string) []string {
+	raw := fromEnv
+	if raw == "" && doc.Server.ExternalURL != nil {
+		raw = doc.Server.ExternalURL.String()
+	}
+	if raw == "" || strings.Contains(raw, "{{") {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return nil
+	}
+	return []string{u.Hostname()}
 }
 
 // listenAdmin binds the admin listener and builds its server.

@@ -128,7 +128,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 		// An HTTP/1.0 request may name no host: then none is claimed.
 		setOr(h, in.Header, "X-Forwarded-Host", in.Host)
 	}
-	setOr(h, in.Header, "X-Forwarded-Proto", "http")
+	setOr(h, in.Header, "X-Forwarded-Proto", ex.handler.forwardedProto)
 
 	if user := p.Upstream.User; user != nil {
 		pass, _ := user.Password()

@@ -61,6 +61,9 @@ type Handler struct {
 	parked     heldConns
 	server     *http.Server
 	handedBack handedBack
+	// forwardedProto is X-Forwarded-Proto's value when the client sent
+	// none: https when the listener serves TLS (Options.TLS).
+	forwardedProto string
 }
 
 // Options configure a Handler.
@@ -89,6 +92,11 @@ type Options struct {
 	Journal *journal.Journal
 	// Sessions are the live sessions; none apply when nil.
 	Sessions *session.Registry
+	// TLS says the listener serves TLS: forwarded requests say
+	// X-Forwarded-Proto: https. Read from here, not from the request,
+	// because the listener's connections reach the server wrapped (no
+	// *tls.Conn), as do those handed back after a parked answer.
+	TLS bool
 }
 
 // New builds the handler over the runtime held by h.
@@ -115,6 +123,10 @@ func New(h *runtime.Holder, opts Options) *Handler {
 		envTokens: opts.AdminTokens,
 		journal:   opts.Journal,
 		sessions:  opts.Sessions,
+	}
+	handler.forwardedProto = "http"
+	if opts.TLS {
+		handler.forwardedProto = "https"
 	}
 	handler.forward = handler.newForwarder(opts.Transport, opts.Log.Logger)
 	handler.forwardH2C = handler.newForwarder(NewH2CTransport(), opts.Log.Logger)

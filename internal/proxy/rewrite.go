@@ -45,8 +45,9 @@ func NewExternal(raw string) (*External, error) {
 }
 
 // ListenerExternal is the address when none is configured: the listener's
-// own, with a wildcard bind (0.0.0.0, ::) read as loopback.
-func ListenerExternal(addr string) *External {
+// own, with a wildcard bind (0.0.0.0, ::) read as loopback, under scheme
+// (http, or https when the listener serves TLS).
+func ListenerExternal(scheme, addr string) *External {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		host, port = addr, ""
@@ -64,7 +65,7 @@ func ListenerExternal(addr string) *External {
 	} else if strings.Contains(host, ":") {
 		hostport = "[" + host + "]"
 	}
-	u := &url.URL{Scheme: "http", Host: hostport, Path: "/"}
+	u := &url.URL{Scheme: scheme, Host: hostport, Path: "/"}
 	return &External{fixed: u, raw: u.String()}
 }
 

@@ -222,9 +222,13 @@ func TestExternalAddress(t *testing.T) {
 			"10.1.2.3:81":    "http://10.1.2.3:81/",
 			"127.0.0.1:9000": "http://127.0.0.1:9000/",
 		} {
-			if got := ListenerExternal(addr).String(); got != want {
+			if got := ListenerExternal("http", addr).String(); got != want {
 				t.Errorf("%s: %s, want %s", addr, got, want)
 			}
+		}
+		// A TLS listener's own address is https.
+		if got := ListenerExternal("https", "0.0.0.0:8443").String(); got != "https://127.0.0.1:8443/" {
+			t.Errorf("over TLS: %s", got)
 		}
 	})
 	t.Run("no address, no rewriting", func(t *testing.T) {
