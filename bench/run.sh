@@ -64,7 +64,7 @@ fi
 
 # Our programs and Doppel itself, always rebuilt so the numbers are today's.
 note "building Doppel and the benchmark programs"
-"$GO" build -o "$BIN/" ./cmd/doppel ./bench/cmd/bench ./bench/cmd/upstream ./bench/cmd/goproxy ./bench/cmd/loadgen ||
+"$GO" build -o "$BIN/" ./cmd/doppel ./bench/cmd/bench ./bench/cmd/upstream ./bench/cmd/goproxy ./bench/cmd/loadgen ./bench/cmd/h2bench ||
 	die "go build failed"
 
 left=$((BUDGET - SECONDS))

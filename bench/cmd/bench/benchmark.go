@@ -18,6 +18,9 @@ type benchCase struct {
 	srv    *server
 	url    string
 	header string // one "Name: value" sent with every request, if any
+	// proto is 1 or 2 for a run of h2bench speaking HTTP/1.1 or HTTP/2
+	// (TLS for https URLs, h2c for http ones); 0 for wrk.
+	proto int
 }
 
 // scaleCase is an open-loop run at its own rate: the delays at scale and
@@ -89,6 +92,18 @@ func newBenchmark(cfg *config, fl *fleet, sup *supervisor) *benchmark {
 	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppelNoJournal, fl.doppel, fl.doppelInfo} {
 		add(&b.cases, s, "/large")
 	}
+	// The protocols: Doppel forwarding over HTTP/1.1 and HTTP/2, in
+	// cleartext and over TLS, all measured by one Go client (h2bench)
+	// so that only the protocol differs.
+	for _, path := range []string{"/small", "/large"} {
+		for _, pc := range []struct {
+			s     *server
+			name  string
+			proto int
+		}{{fl.doppel, "doppel h1", 1}, {fl.doppel, "doppel h2c", 2}, {fl.doppelTLS, "doppel-tls h1", 1}, {fl.doppelTLS, "doppel-tls h2", 2}} {
+			b.cases = append(b.cases, benchCase{key: caseKey{pc.name, path}, srv: pc.s, url: pc.s.base + path, proto: pc.proto})
+		}
+	}
 	for _, s := range []*server{fl.doppelInfo, fl.mountebank, fl.nginxRet} {
 		add(&b.cases, s, mockPath)
 	}
@@ -159,7 +174,7 @@ func (b *benchmark) alive() error {
 	fl := b.fl
 	// doppel-delay is started and stopped by each delay run.
 	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppel, fl.doppelNoJournal, fl.doppelWhen,
-		fl.doppelSession, fl.doppelReceipts, fl.doppelInfo, fl.mountebank} {
+		fl.doppelSession, fl.doppelReceipts, fl.doppelInfo, fl.doppelTLS, fl.mountebank} {
 		if s == nil {
 			continue // not started with -only doppel
 		}
@@ -173,7 +188,7 @@ func (b *benchmark) alive() error {
 func (b *benchmark) warmUp(ctx context.Context) error {
 	fmt.Fprintf(os.Stderr, "bench: warm-up, %s per target\n", b.cfg.warm)
 	for _, c := range b.cases {
-		r, err := measureWrk(ctx, b.cfg, c.url, c.header, b.cfg.warm, c.srv.proc.pid)
+		r, err := b.measureCase(ctx, c, b.cfg.warm)
 		if err != nil {
 			return fmt.Errorf("warm-up of %s %s: %w", c.key.target, c.key.path, err)
 		}
@@ -193,7 +208,7 @@ func (b *benchmark) measure(ctx context.Context) error {
 			break
 		}
 		for _, c := range b.cases {
-			w, err := measureWrk(ctx, cfg, c.url, c.header, cfg.dur, c.srv.proc.pid)
+			w, err := b.measureCase(ctx, c, cfg.dur)
 			if err != nil {
 				if aerr := b.alive(); aerr != nil {
 					return aerr
@@ -233,6 +248,14 @@ func (b *benchmark) measure(ctx context.Context) error {
 		b.roundsDone++
 	}
 	return nil
+}
+
+// measureCase runs one closed-loop measurement of c for d.
+func (b *benchmark) measureCase(ctx context.Context, c benchCase, d time.Duration) (wrkRun, error) {
+	if c.proto != 0 {
+		return measureH2bench(ctx, b.cfg, c.url, c.proto, d, c.srv.proc.pid)
+	}
+	return measureWrk(ctx, b.cfg, c.url, c.header, d, c.srv.proc.pid)
 }
 
 // exactCase names the exact-delay run.

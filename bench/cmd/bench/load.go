@@ -153,6 +153,56 @@ func measureWrk(ctx context.Context, cfg *config, url, header string, d time.Dur
 	return r, nil
 }
 
+// measureH2bench is measureWrk with h2bench speaking HTTP/proto: as many
+// requests in flight as wrk's connections, on that many HTTP/1.1
+// connections or over two HTTP/2 ones.
+func measureH2bench(ctx context.Context, cfg *config, url string, proto int, d time.Duration, pid int) (wrkRun, error) {
+	cpu0, err := treeCPU(pid)
+	if err != nil {
+		return wrkRun{}, err
+	}
+	stop := sampleRSS(processTree(pid))
+	conns, streams := cfg.conns, 1
+	if proto == 2 {
+		conns, streams = 2, max(1, cfg.conns/2)
+	}
+	hctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(hctx, cfg.bin("h2bench"), "-url", url, "-proto", strconv.Itoa(proto),
+		"-conns", strconv.Itoa(conns), "-streams", strconv.Itoa(streams), "-d", d.String())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	runErr := cmd.Run()
+	peak := stop()
+	cpu1, cerr := treeCPU(pid)
+	if runErr != nil {
+		if ctx.Err() != nil {
+			return wrkRun{}, ctx.Err()
+		}
+		return wrkRun{}, fmt.Errorf("h2bench %s: %v\n%s%s", url, runErr, out.String(), errb.String())
+	}
+	if cerr != nil {
+		return wrkRun{}, fmt.Errorf("measured process died during the run: %w", cerr)
+	}
+	var res struct {
+		Requests int64   `json:"requests"`
+		RPS      float64 `json:"rps"`
+		P50us    float64 `json:"p50_us"`
+		P99us    float64 `json:"p99_us"`
+		Errors   int64   `json:"errors"`
+		Non2xx   int64   `json:"non2xx"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return wrkRun{}, fmt.Errorf("h2bench %s: %v: %s", url, err, out.String())
+	}
+	r := wrkRun{RPS: res.RPS, Requests: res.Requests, SockErrs: res.Errors, Non2xx: res.Non2xx, RSSPeak: peak,
+		P50: time.Duration(res.P50us * 1e3), P99: time.Duration(res.P99us * 1e3), CPU: cpu1 - cpu0}
+	if r.Requests > 0 {
+		r.CPUPerReq = float64(r.CPU.Microseconds()) / float64(r.Requests)
+	}
+	return r, nil
+}
+
 func runLoadgen(ctx context.Context, cfg *config, url, header string, rate float64) (openloop.Result, error) {
 	lctx, cancel := context.WithTimeout(ctx, cfg.rateDur+30*time.Second)
 	defer cancel()
