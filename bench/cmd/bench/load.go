@@ -111,37 +111,33 @@ func sampleRSS(tree []int) (stop func() int64) {
 	}
 }
 
-func measureWrk(ctx context.Context, cfg *config, url, header string, d time.Duration, pid int) (wrkRun, error) {
+// measureClient runs a load generator (argv) against pid's server for d:
+// parse reads its output; the server's CPU and peak RSS over the run are
+// added to what it says.
+func measureClient(ctx context.Context, d time.Duration, pid int, parse func(string) (wrkRun, error), argv ...string) (wrkRun, error) {
 	cpu0, err := treeCPU(pid)
 	if err != nil {
 		return wrkRun{}, err
 	}
 	stop := sampleRSS(processTree(pid))
-
-	secs := max(1, int((d+time.Second/2)/time.Second))
-	wctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 	defer cancel()
-	args := []string{"-t" + strconv.Itoa(cfg.threads), "-c" + strconv.Itoa(cfg.conns), "-d" + strconv.Itoa(secs) + "s", "--latency"}
-	if header != "" {
-		args = append(args, "-H", header)
-	}
-	cmd := exec.CommandContext(wctx, cfg.wrk, append(args, url)...)
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	runErr := cmd.Run()
 	peak := stop()
-
 	cpu1, cerr := treeCPU(pid)
 	if runErr != nil {
 		if ctx.Err() != nil {
 			return wrkRun{}, ctx.Err()
 		}
-		return wrkRun{}, fmt.Errorf("wrk %s: %v\n%s%s", url, runErr, out.String(), errb.String())
+		return wrkRun{}, fmt.Errorf("%s: %v\n%s%s", strings.Join(argv, " "), runErr, out.String(), errb.String())
 	}
 	if cerr != nil {
 		return wrkRun{}, fmt.Errorf("measured process died during the run: %w", cerr)
 	}
-	r, err := parseWrk(out.String())
+	r, err := parse(out.String())
 	if err != nil {
 		return r, err
 	}
@@ -153,37 +149,29 @@ func measureWrk(ctx context.Context, cfg *config, url, header string, d time.Dur
 	return r, nil
 }
 
+func measureWrk(ctx context.Context, cfg *config, url, header string, d time.Duration, pid int) (wrkRun, error) {
+	secs := max(1, int((d+time.Second/2)/time.Second))
+	argv := []string{cfg.wrk, "-t" + strconv.Itoa(cfg.threads), "-c" + strconv.Itoa(cfg.conns), "-d" + strconv.Itoa(secs) + "s", "--latency"}
+	if header != "" {
+		argv = append(argv, "-H", header)
+	}
+	return measureClient(ctx, d, pid, parseWrk, append(argv, url)...)
+}
+
 // measureH2bench is measureWrk with h2bench speaking HTTP/proto: as many
 // requests in flight as wrk's connections, on that many HTTP/1.1
 // connections or over two HTTP/2 ones.
 func measureH2bench(ctx context.Context, cfg *config, url string, proto int, d time.Duration, pid int) (wrkRun, error) {
-	cpu0, err := treeCPU(pid)
-	if err != nil {
-		return wrkRun{}, err
-	}
-	stop := sampleRSS(processTree(pid))
 	conns, streams := cfg.conns, 1
 	if proto == 2 {
 		conns, streams = 2, max(1, cfg.conns/2)
 	}
-	hctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(hctx, cfg.bin("h2bench"), "-url", url, "-proto", strconv.Itoa(proto),
+	return measureClient(ctx, d, pid, parseH2bench, cfg.bin("h2bench"), "-url", url, "-proto", strconv.Itoa(proto),
 		"-conns", strconv.Itoa(conns), "-streams", strconv.Itoa(streams), "-d", d.String())
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	runErr := cmd.Run()
-	peak := stop()
-	cpu1, cerr := treeCPU(pid)
-	if runErr != nil {
-		if ctx.Err() != nil {
-			return wrkRun{}, ctx.Err()
-		}
-		return wrkRun{}, fmt.Errorf("h2bench %s: %v\n%s%s", url, runErr, out.String(), errb.String())
-	}
-	if cerr != nil {
-		return wrkRun{}, fmt.Errorf("measured process died during the run: %w", cerr)
-	}
+}
+
+// parseH2bench reads h2bench's JSON line.
+func parseH2bench(out string) (wrkRun, error) {
 	var res struct {
 		Requests int64   `json:"requests"`
 		RPS      float64 `json:"rps"`
@@ -192,15 +180,11 @@ func measureH2bench(ctx context.Context, cfg *config, url string, proto int, d t
 		Errors   int64   `json:"errors"`
 		Non2xx   int64   `json:"non2xx"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return wrkRun{}, fmt.Errorf("h2bench %s: %v: %s", url, err, out.String())
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		return wrkRun{}, fmt.Errorf("h2bench: %v: %s", err, out)
 	}
-	r := wrkRun{RPS: res.RPS, Requests: res.Requests, SockErrs: res.Errors, Non2xx: res.Non2xx, RSSPeak: peak,
-		P50: time.Duration(res.P50us * 1e3), P99: time.Duration(res.P99us * 1e3), CPU: cpu1 - cpu0}
-	if r.Requests > 0 {
-		r.CPUPerReq = float64(r.CPU.Microseconds()) / float64(r.Requests)
-	}
-	return r, nil
+	return wrkRun{RPS: res.RPS, Requests: res.Requests, SockErrs: res.Errors, Non2xx: res.Non2xx,
+		P50: time.Duration(res.P50us * 1e3), P99: time.Duration(res.P99us * 1e3)}, nil
 }
 
 func runLoadgen(ctx context.Context, cfg *config, url, header string, rate float64) (openloop.Result, error) {
