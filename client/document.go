@@ -16,10 +16,15 @@ import (
 // its faults.
 type Proxy struct {
 	Name string `json:"name"`
-	// Type is http (the default when empty).
+	// Type is http (the default when empty) or tcp.
 	Type string `json:"type"`
-	// URL is the upstream base, such as https://api.example.com/v2/.
-	URL string `json:"url"`
+	// URL is the upstream base of an http proxy, such as
+	// https://api.example.com/v2/.
+	URL string `json:"url,omitempty"`
+	// Listen and Upstream are a tcp proxy's: the HOST:PORT its listener
+	// binds, and the one each connection is relayed to.
+	Listen   string `json:"listen,omitempty"`
+	Upstream string `json:"upstream,omitempty"`
 	// Timeout bounds the upstream exchange, in whole seconds (default 30).
 	Timeout int `json:"timeout,omitempty"`
 	// BodyLimit bounds what is buffered, in bytes (default 1 MiB).
@@ -94,12 +99,15 @@ type Loss struct {
 	When       *When `json:"when,omitempty"`
 }
 
-// Latency makes a share of requests take between Min and Max seconds.
+// Latency makes a share of requests take between Min and Max seconds (a
+// tcp proxy's connections: before their first byte, and Jitter more on
+// each chunk).
 type Latency struct {
-	Percentage float64 `json:"percentage"`
-	Min        float64 `json:"min"`
-	Max        float64 `json:"max"`
-	When       *When   `json:"when,omitempty"`
+	Percentage float64  `json:"percentage"`
+	Min        float64  `json:"min"`
+	Max        float64  `json:"max"`
+	Jitter     *float64 `json:"jitter,omitempty"`
+	When       *When    `json:"when,omitempty"`
 }
 
 // Abort cuts a share of connections. At is request, response or body;

@@ -70,6 +70,7 @@ func (c *Client) DeleteProxy(ctx context.Context, name string) error {
 	return err
 }
 
+// withType says http when the proxy says nothing.
 func withType(p Proxy) Proxy {
 	if p.Type == "" {
 		p.Type = "http"

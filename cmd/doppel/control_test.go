@@ -65,7 +65,7 @@ func TestConfigReloadOverTheSocket(t *testing.T) {
 			}
 		}
 	}()
-	writeFile(t, dir, "main.yaml", strings.Replace(src, "proxies:", "proxies:\n  - {name: bad, type: tcp, url: 'http://h'}", 1))
+	writeFile(t, dir, "main.yaml", strings.Replace(src, "proxies:", "proxies:\n  - {name: bad, type: udp, url: 'http://h'}", 1))
 	for range 3 {
 		r = doppel(t, invocation{args: []string{"config", "reload", "--socket", sock}})
 		if r.code != 1 || !strings.HasPrefix(r.stdout, "reload rejected: CONFIG_INVALID\n") || !strings.Contains(r.stdout, "proxies[0].type") {

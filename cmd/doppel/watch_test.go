@@ -48,7 +48,7 @@ func TestWatchPicksUpEdits(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	save(strings.Replace(src, "type: http", "type: tcp", 1))
+	save(strings.Replace(src, "type: http", "type: udp", 1))
 	p.waitLine("the rejection", 5*time.Second, func(l string) bool {
 		return lineMsg(l) == "the edited configuration is rejected; the running one stays" && strings.Contains(l, "proxies[0].type")
 	})

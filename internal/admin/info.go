@@ -140,6 +140,11 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		}
 		proxies = append(proxies, proxyStatus{p.Name, p.Config.URL.Redacted(), resolve, len(p.Mocks)})
 	}
+	for _, p := range rt.Document.Proxies {
+		if p.Type == config.KindTCP {
+			proxies = append(proxies, proxyStatus{string(p.Name), "tcp://" + p.Upstream.String(), "listen:" + p.Listen.String(), 0})
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"uptime_seconds": int64(time.Since(s.started).Seconds()),
 		"revision":       rt.Revision,

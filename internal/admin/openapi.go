@@ -623,7 +623,7 @@ func answerSchemas() map[string]any {
 			"proxies": map[string]any{"type": "array", "items": object([]string{"name", "upstream", "resolve", "mocks"}, map[string]any{
 				"name":     ref("ProxyName"),
 				"upstream": withDescription(str, "The upstream URL, normalised, without credentials."),
-				"resolve":  map[string]any{"type": "string", "pattern": "^(default|header:.+)$", "examples": []any{"default", "header:X-Backend"}},
+				"resolve":  map[string]any{"type": "string", "pattern": "^(default|header:.+|listen:.+)$", "examples": []any{"default", "header:X-Backend", "listen:127.0.0.1:15432"}, "description": "default, header:<Name>, or for a tcp proxy listen:<HOST:PORT>."},
 				"mocks":    withDescription(count, "How many mocks."),
 			})},
 		}),

@@ -71,6 +71,10 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
 		return
 	}
+	if p.Type == config.KindTCP {
+		apierr.Write(w, apierr.ConfigInvalid, "proxy "+name+" is a tcp proxy: it relays bytes, and has no exchanges to record as mocks")
+		return
+	}
 	if req.Apply && req.Revision == nil {
 		apierr.Write(w, apierr.RevisionRequired, "apply: true needs the revision of the proxy it adds to, as an update does")
 		return

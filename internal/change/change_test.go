@@ -220,7 +220,7 @@ func TestFollowReloadsWhatChangedElsewhere(t *testing.T) {
 	if !w.changed("") || f.ctl.Runtime().Proxies[0].Upstream.Port() != "9009" {
 		t.Fatal("the change was not reloaded")
 	}
-	if err := os.WriteFile(f.path, []byte(strings.Replace(edited, "type: http", "type: tcp", 1)), 0o644); err != nil {
+	if err := os.WriteFile(f.path, []byte(strings.Replace(edited, "type: http", "type: udp", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	running := f.ctl.Runtime()

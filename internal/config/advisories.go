@@ -70,10 +70,10 @@ func Advisories(d *Document) []Advisory {
 	}
 	for i, p := range d.Proxies {
 		at := fmt.Sprintf("proxies[%d]", i)
-		if p.URL.HasCredentials() {
+		if p.URL != nil && p.URL.HasCredentials() {
 			add(at+".url", "the upstream URL carries credentials; they are part of the proxy document the admin API returns to anyone who may read it")
 		}
-		if p.Resolve.Type == ResolveDefault && p.Resolve.Header != "" {
+		if p.Resolve != nil && p.Resolve.Type == ResolveDefault && p.Resolve.Header != "" {
 			add(at+".resolve.header", "ignored: the proxy is the default, so no header selects it")
 		}
 		if p.Loss != nil {

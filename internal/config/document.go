@@ -106,11 +106,13 @@ type Sentry struct {
 // Proxy is one upstream and everything done on the way to it.
 type Proxy struct {
 	Name             ProxyName                  `yaml:"name" required:"true" doc:"Names this proxy in resolution headers, metrics, logs and as its template subdirectory. Unique."`
-	Type             ProxyKind                  `yaml:"type" required:"true" doc:"What it forwards. http is the only value."`
-	URL              UpstreamURL                `yaml:"url" required:"true" doc:"The upstream base: an absolute http or https URL without query or fragment. A request path is appended under it and can never escape it."`
-	Timeout          Timeout                    `yaml:"timeout" doc:"Bounds the whole upstream exchange, in whole seconds; exceeding it is 504 UPSTREAM_TIMEOUT. Defaults to 30."`
-	BodyLimit        ByteSize                   `yaml:"body_limit" doc:"Bounds what is buffered: a request body a matched mock extracts from, and a response body whose URLs are rewritten. Defaults to 1Mi."`
-	Resolve          Resolve                    `yaml:"resolve" doc:"How a request is matched to this proxy: as the default, or by a header naming it. Defaults to {type: default}."`
+	Type             ProxyKind                  `yaml:"type" required:"true" doc:"What it forwards: http (requests, to url), or tcp (connections, from listen to upstream)."`
+	URL              *UpstreamURL               `yaml:"url,omitempty" doc:"The upstream base: an absolute http or https URL without query or fragment. A request path is appended under it and can never escape it. Required for http."`
+	Listen           *HostPort                  `yaml:"listen,omitempty" doc:"tcp only, and required: the HOST:PORT its listener binds (HOST an IP address)."`
+	Upstream         *HostPort                  `yaml:"upstream,omitempty" doc:"tcp only, and required: the HOST:PORT every accepted connection is relayed to."`
+	Timeout          Timeout                    `yaml:"timeout,omitempty" doc:"Bounds the whole upstream exchange, in whole seconds; exceeding it is 504 UPSTREAM_TIMEOUT. Defaults to 30. http only."`
+	BodyLimit        ByteSize                   `yaml:"body_limit,omitempty" doc:"Bounds what is buffered: a request body a matched mock extracts from, and a response body whose URLs are rewritten. Defaults to 1Mi. http only."`
+	Resolve          *Resolve                   `yaml:"resolve,omitempty" doc:"How a request is matched to this proxy: as the default, or by a header naming it. Defaults to {type: default}. http only."`
 	Access           *ProxyAccess               `yaml:"access,omitempty" doc:"Overrides admin.access for this proxy alone (read, update, delete, upload only)."`
 	Headers          map[HeaderName]HeaderValue `yaml:"headers,omitempty" doc:"Headers injected into every forwarded request, overriding the client's of the same name."`
 	Loss             *Loss                      `yaml:"loss,omitempty" doc:"Drops a share of requests with a chosen status. Not applied to a request a mock answered."`
@@ -118,9 +120,9 @@ type Proxy struct {
 	Abort            *Abort                     `yaml:"abort,omitempty" doc:"Cuts a share of connections: before forwarding, after the upstream answered, or partway through the body. Not applied to a request a mock answered."`
 	Hang             *Hang                      `yaml:"hang,omitempty" doc:"Holds a share of requests unanswered for a time, then closes the connection; the upstream is not contacted. Not applied to a request a mock answered."`
 	Bandwidth        *Bandwidth                 `yaml:"bandwidth,omitempty" doc:"Paces a share of answers' bodies to a byte rate. Not applied to a request a mock answered."`
-	Replace          *Ratio                     `yaml:"replace" doc:"The share of matching requests a mock actually answers; the rest go upstream. Defaults to 1.0."`
-	RewriteRedirects *bool                      `yaml:"rewrite_redirects" doc:"Point a redirect into this proxy's upstream back at Doppel. Defaults to true."`
-	RewriteURLs      *bool                      `yaml:"rewrite_urls" doc:"Rewrite the upstream's own address to Doppel's in text bodies. Defaults to true."`
+	Replace          *Ratio                     `yaml:"replace,omitempty" doc:"The share of matching requests a mock actually answers; the rest go upstream. Defaults to 1.0. http only."`
+	RewriteRedirects *bool                      `yaml:"rewrite_redirects,omitempty" doc:"Point a redirect into this proxy's upstream back at Doppel. Defaults to true. http only."`
+	RewriteURLs      *bool                      `yaml:"rewrite_urls,omitempty" doc:"Rewrite the upstream's own address to Doppel's in text bodies. Defaults to true. http only."`
 	Mocks            []Mock                     `yaml:"mocks,omitempty" doc:"Mocks in the order they are tried; the first match wins."`
 	Receipts         Receipts                   `yaml:"receipts,omitempty" doc:"Put X-Doppel-Fault on every answer, naming the faults that fired (replace, loss, abort, latency): true, or on_request for requests sending X-Doppel-Receipt: 1. Defaults to false."`
 }
@@ -151,10 +153,11 @@ type Loss struct {
 
 // Latency delays a share of requests.
 type Latency struct {
-	Percentage Ratio   `yaml:"percentage" required:"true" doc:"The share of requests to delay, as a fraction."`
-	Min        Seconds `yaml:"min" required:"true" doc:"Lower bound of the delay in seconds. The delay is a target for the whole response: time already spent is subtracted."`
-	Max        Seconds `yaml:"max" required:"true" doc:"Upper bound of the delay in seconds. Must be at least min."`
-	When       *When   `yaml:"when,omitempty" doc:"Narrows the requests it may fire on: headers, a count per key, a window of time. The percentage applies to those it admits."`
+	Percentage Ratio    `yaml:"percentage" required:"true" doc:"The share of requests to delay, as a fraction."`
+	Min        Seconds  `yaml:"min" required:"true" doc:"Lower bound of the delay in seconds. The delay is a target for the whole response: time already spent is subtracted."`
+	Max        Seconds  `yaml:"max" required:"true" doc:"Upper bound of the delay in seconds. Must be at least min."`
+	Jitter     *Seconds `yaml:"jitter,omitempty" doc:"tcp only: on top of the connection's delay (drawn once, before its first byte), each chunk relayed waits a draw up to this many seconds."`
+	When       *When    `yaml:"when,omitempty" doc:"Narrows the requests it may fire on: headers, a count per key, a window of time. The percentage applies to those it admits."`
 }
 
 // Mock answers a matching request itself.
@@ -202,6 +205,15 @@ type Faults struct {
 	Abort     *Abort
 	Hang      *Hang
 	Bandwidth *Bandwidth
+}
+
+// ResolveType is how requests reach the proxy: "" for a tcp proxy,
+// which no request reaches.
+func (p *Proxy) ResolveType() ResolveKind {
+	if p.Resolve == nil {
+		return ""
+	}
+	return p.Resolve.Type
 }
 
 // Faults are the proxy's own fault settings.
@@ -292,13 +304,21 @@ func (d *Document) Normalize() {
 	d.Journal.normalize()
 }
 
-// Normalize fills in a proxy's defaults.
+// Normalize fills in a proxy's defaults; a tcp proxy has none of an
+// http one's.
 func (p *Proxy) Normalize() {
+	if p.Type == KindTCP {
+		p.normalizeCommon()
+		return
+	}
 	if p.Timeout == 0 {
 		p.Timeout = DefaultTimeout
 	}
 	if p.BodyLimit == 0 {
 		p.BodyLimit = DefaultByteSize
+	}
+	if p.Resolve == nil {
+		p.Resolve = &Resolve{}
 	}
 	if p.Resolve.Type == "" {
 		p.Resolve.Type = ResolveDefault
@@ -309,6 +329,10 @@ func (p *Proxy) Normalize() {
 	}
 	setBool(&p.RewriteRedirects, true)
 	setBool(&p.RewriteURLs, true)
+	p.normalizeCommon()
+}
+
+func (p *Proxy) normalizeCommon() {
 	if p.Access != nil && *p.Access == (ProxyAccess{}) {
 		p.Access = nil
 	}

@@ -152,8 +152,9 @@ func TestValueTypesRefuseBadInput(t *testing.T) {
 		{"external url query", "server: {host: 127.0.0.1, port: 8080, external_url: 'http://d/?x'}\n" + baseAdmin, "server.external_url", "query string"},
 		{"external template scheme", "server: {host: 127.0.0.1, port: 8080, external_url: '{{ host }}/x'}\n" + baseAdmin, "server.external_url", "literal http://"},
 		// Enums and the rest.
-		{"type tcp", doc("proxies: [{name: zeta, type: tcp, url: 'http://h'}]"), "proxies[0].type", "not implemented"},
-		{"type udp", doc("proxies: [{name: zeta, type: udp, url: 'http://h'}]"), "proxies[0].type", "only type is `http`"},
+		{"type udp", doc("proxies: [{name: zeta, type: udp, url: 'http://h'}]"), "proxies[0].type", "not a proxy type: http or tcp"},
+		{"tcp listen", doc("proxies: [{name: zeta, type: tcp, listen: '127.0.0.1', upstream: 'db:5432'}]"), "proxies[0].listen", "is not HOST:PORT"},
+		{"tcp port", doc("proxies: [{name: zeta, type: tcp, listen: '127.0.0.1:0', upstream: 'db:5432'}]"), "proxies[0].listen", "is not 1 to 65535"},
 		{"resolve kind", proxyDoc("resolve: {type: random}"), "proxies[0].resolve.type", "not a resolve type"},
 		{"log level", doc("logging: {level: verbose}"), "logging.level", "use one of trace, debug, info, warn, error"},
 		{"log format", doc("logging: {format: xml}"), "logging.format", "use one of json, text"},
@@ -238,7 +239,7 @@ func TestEveryProblemIsReportedAtOnce(t *testing.T) {
 admin: {host: 127.0.0.1, port: 8081}
 proxies:
   - name: Billing.API
-    type: tcp
+    type: ftp
     url: https://h/?q
     loss: {percentage: 45, status: 503}
 `

@@ -41,7 +41,7 @@ func Validate(d *Document) []Violation {
 		} else {
 			names[p.Name] = i
 		}
-		switch p.Resolve.Type {
+		switch p.ResolveType() {
 		case ResolveDefault:
 			// V10: at most one default proxy.
 			if firstDefault >= 0 {
@@ -60,7 +60,8 @@ func Validate(d *Document) []Violation {
 func validateProxy(at string, p Proxy) []Violation {
 	var vs []Violation
 	// V11: a header resolver names its header.
-	if p.Resolve.Type == ResolveHeader && p.Resolve.Header == "" {
+	vs = append(vs, validateTCP(at, p)...)
+	if p.Resolve != nil && p.Resolve.Type == ResolveHeader && p.Resolve.Header == "" {
 		vs = append(vs, Violation{Rule: "V11", Path: joinPath(at, "resolve.header"), Message: "`header` is required when `type: header`"})
 	}
 	vs = append(vs, validateFaults("", at, p.Latency)...)

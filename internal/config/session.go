@@ -151,6 +151,10 @@ func ParseSession(src []byte, doc *Document) (*Session, error) {
 			vs = append(vs, Violation{Path: at, Message: fmt.Sprintf("no proxy is named %s; a session lays mocks and faults over proxies that exist", quote(string(name)))})
 			continue
 		}
+		if base.Type == KindTCP {
+			vs = append(vs, Violation{Path: at, Message: fmt.Sprintf("%s is a tcp proxy: a session applies to the HTTP requests that carry its id, and a connection carries none", quote(string(name)))})
+			continue
+		}
 		o := s.Proxies[name]
 		for i := range o.Mocks {
 			if m := &o.Mocks[i]; m.Proxy != nil && *m.Proxy == (MockOverride{}) {

@@ -809,7 +809,7 @@ func (v *ResolveKind) UnmarshalYAML(n ast.Node) error {
 	return err
 }
 
-// ProxyKind is what a proxy forwards; only http exists.
+// ProxyKind is what a proxy forwards: requests (http) or connections (tcp).
 type ProxyKind string
 
 const KindHTTP ProxyKind = "http"
@@ -824,9 +824,10 @@ func (v *ProxyKind) UnmarshalYAML(n ast.Node) error {
 		*v = KindHTTP
 		return nil
 	case "tcp":
-		return refuse(n, "`tcp` proxies are not implemented yet; the only type is `http`")
+		*v = KindTCP
+		return nil
 	}
-	return refuse(n, "%s is not a proxy type; the only type is `http`", quote(s))
+	return refuse(n, "%s is not a proxy type: http or tcp", quote(s))
 }
 
 // Subjects says who may perform an action: public, or a set of token and

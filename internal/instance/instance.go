@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,8 +36,10 @@ import (
 	"github.com/doppelproxy/doppel/internal/session"
 	"github.com/doppelproxy/doppel/internal/store"
 	"github.com/doppelproxy/doppel/internal/store/postgres"
+	"github.com/doppelproxy/doppel/internal/tcp"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 	"github.com/doppelproxy/doppel/internal/version"
+	"github.com/google/uuid"
 )
 
 // Options are what a Doppel is started with besides its document.
@@ -77,6 +80,8 @@ type Options struct {
 type Instance struct {
 	Runtime *runtime.Holder
 	Control *change.Controller
+	// TCP runs the document's tcp proxies.
+	TCP *tcp.Fleet
 
 	log      *telemetry.Logger
 	proxies  listening
@@ -130,6 +135,10 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		return nil, err
 	}
 	i.stops = append(i.stops, func() { _ = i.proxies.ln.Close() })
+	if i.TCP, err = startTCP(doc, o, i.Control, jr); err != nil {
+		return nil, err
+	}
+	i.stops = append(i.stops, i.TCP.Close)
 	if *doc.Admin.Enable {
 		api := admin.New(i.Control, o.EnvTokens, o.Log, jr)
 		api.Seeded = o.Seed != ""
@@ -205,6 +214,66 @@ func (i *Instance) undo() {
 		i.stops[k]()
 	}
 	i.stops = nil
+}
+
+// startTCP starts the document's tcp proxies and keeps them equal to the
+// configuration in force. One that cannot listen at start stops the
+// start; after a change it is logged, and the others are in force.
+func startTCP(doc *config.Document, o Options, ctl *change.Controller, jr *journal.Journal) (*tcp.Fleet, error) {
+	f := &tcp.Fleet{Report: func(r tcp.Record) { recordConnection(o.Log, jr, r) }}
+	if o.Seed != "" {
+		f.Roller = fault.NewSeeded(o.Seed)
+	}
+	if err := f.Apply(doc); err != nil {
+		f.Close()
+		return nil, err
+	}
+	ctl.OnSwap(func(_, next *runtime.Runtime) {
+		if err := f.Apply(next.Document); err != nil {
+			o.Log.Error("a tcp proxy of the configuration in force is not listening: "+err.Error(), "revision", string(next.Revision))
+		}
+	})
+	return f, nil
+}
+
+// recordConnection writes a tcp proxy's connection to the log and the
+// journal: one entry per connection, with what it relayed each way.
+func recordConnection(log *telemetry.Logger, jr *journal.Journal, r tcp.Record) {
+	fault := ""
+	switch {
+	case slices.Contains(r.Toxics, "hang"):
+		fault = "hang"
+	case slices.Contains(r.Toxics, "abort") && r.Cut:
+		fault = "abort"
+	}
+	attrs := []any{"proxy", r.Proxy, "client", r.Client, "bytes_up", r.Up, "bytes_down", r.Down,
+		"duration_ms", telemetry.Millis(r.Duration), "fault", fault}
+	if r.Err != nil {
+		attrs = append(attrs, "error", r.Err.Error())
+	}
+	log.Info("connection", attrs...)
+	rec := &telemetry.Exchange{RequestID: uuid.NewString(), Proxy: r.Proxy, Method: "TCP", Client: peerHost(r.Client),
+		Duration: r.Duration, Tunnel: &telemetry.Tunnel{Up: r.Up, Down: r.Down, Duration: r.Duration}}
+	for _, t := range r.Toxics {
+		detail := ""
+		if t == "abort" {
+			detail = "body"
+			if r.Early {
+				detail = "request"
+			}
+		}
+		rec.Fire(t, detail)
+	}
+	if rc := jr.Active(); rc != nil {
+		rc.Record(rec, time.Now().Add(-r.Duration))
+	}
+}
+
+func peerHost(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
 }
 
 // followStore keeps the configuration in force equal to the store's when on:

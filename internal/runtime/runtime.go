@@ -26,7 +26,8 @@ import (
 type Runtime struct {
 	Document *config.Document
 	Revision config.Revision
-	// Proxies in configuration order.
+	// Proxies are the http proxies, in configuration order (the tcp ones
+	// are the document's, run by internal/tcp).
 	Proxies []*Proxy
 	// Default is the proxy that takes unclaimed requests, if any.
 	Default *Proxy
@@ -127,6 +128,9 @@ func Compile(doc *config.Document) (*Runtime, error) {
 		}
 	}
 	for i := range doc.Proxies {
+		if doc.Proxies[i].Type == config.KindTCP {
+			continue // no request reaches it: internal/tcp runs it
+		}
 		p, err := compileProxy(&doc.Proxies[i])
 		if err != nil {
 			return nil, err

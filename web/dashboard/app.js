@@ -393,6 +393,9 @@ function hitsCell(p, hits) {
 }
 
 function resolution(p) {
+  if (p.type === 'tcp') {
+    return 'listens on ' + p.listen;
+  }
   return p.resolve && p.resolve.type === 'header' ? 'header ' + p.resolve.header + ': ' + p.name : 'default';
 }
 
@@ -439,7 +442,7 @@ async function listPage(signal) {
       const href = new URL('proxies/' + encodeURIComponent(p.name), root).pathname;
       return el('tr', { 'data-proxy': p.name },
         el('td', {}, readRefused ? el('span', { title: readRefused, text: p.name }) : el('a', { href, 'data-route': 'proxies/' + encodeURIComponent(p.name), text: p.name })),
-        el('td', { class: 'mono', text: upstream(p.url) }),
+        el('td', { class: 'mono', text: p.type === 'tcp' ? 'tcp://' + p.upstream : upstream(p.url) }),
         el('td', { text: resolution(p) }),
         el('td', {}, f.length ? f.map((x) => el('span', { class: 'tag', text: x })) : el('span', { class: 'muted', text: 'none' })),
         el('td', { class: 'num', text: String((p.mocks || []).length) }),

@@ -199,7 +199,9 @@ export async function proxyPage(app, name, signal) {
   };
   const showUpstream = () => {
     upstreamLine.hidden = creating || yamlMode;
-    if (!creating) {
+    if (!creating && doc.type === 'tcp') {
+      upstreamLine.replaceChildren('Relays the connections it accepts on ', el('code', { text: doc.listen || '' }), ' to ', el('code', { text: doc.upstream || '' }), '.');
+    } else if (!creating) {
       const chosen = doc.resolve && doc.resolve.type === 'header'
         ? ['for requests sending ', el('code', { text: doc.resolve.header + ': ' + doc.name })]
         : ['as the default proxy'];

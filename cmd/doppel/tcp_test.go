@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TCP proxies through the binary (SPEC §17.8): a real TCP echo server
+// behind, raw sockets in front.
+
+func tcpEcho(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// tcpDoppel serves one tcp proxy, db, on a free port, relaying to up with
+// the extra YAML; the admin API is public.
+func tcpDoppel(t *testing.T, up, extra string) (p *proc, listen, admin string) {
+	t.Helper()
+	dir := t.TempDir()
+	listen = fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+	cfg := serveConfig(t, dir, 0, 0, fmt.Sprintf("proxies:\n  - name: db\n    type: tcp\n    listen: %s\n    upstream: %s\n%s", listen, up, extra))
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	p, _ = serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
+	return p, listen, adminAddrOf(t, p)
+}
+
+func tcpDial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+func echoBack(t *testing.T, c net.Conn, b []byte) {
+	t.Helper()
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(b))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, b) {
+		t.Fatalf("echo: %v", err)
+	}
+}
+
+// connectionLine waits for the log line of a connection of db.
+func connectionLine(t *testing.T, p *proc) map[string]any {
+	t.Helper()
+	var line map[string]any
+	p.waitLine("a connection line", 10*time.Second, func(l string) bool {
+		var m map[string]any
+		d := json.NewDecoder(strings.NewReader(l))
+		d.UseNumber()
+		if d.Decode(&m) == nil && m["msg"] == "connection" && m["proxy"] == "db" {
+			line = m
+			return true
+		}
+		return false
+	})
+	return line
+}
+
+func TestATCPProxyRelaysAndJournalsEachConnection(t *testing.T) {
+	t.Parallel()
+	p, listen, admin := tcpDoppel(t, tcpEcho(t), "")
+	c := tcpDial(t, listen)
+	big := bytes.Repeat([]byte("0123456789"), 20000)
+	echoBack(t, c, big)
+	c.Close()
+	line := connectionLine(t, p)
+	if number(line["bytes_up"]) != float64(len(big)) || number(line["bytes_down"]) != float64(len(big)) || line["fault"] != "" {
+		t.Errorf("the line: %v", line)
+	}
+	r := mustGet(t, newClient(), "http://"+admin+"/api/v1/requests?proxy=db", nil)
+	var list struct {
+		Requests []struct {
+			Method string `json:"method"`
+			Tunnel struct {
+				BytesUp   float64 `json:"bytes_up"`
+				BytesDown float64 `json:"bytes_down"`
+			} `json:"tunnel"`
+			Client string `json:"client"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Requests) != 1 || list.Requests[0].Method != "TCP" || list.Requests[0].Client != "127.0.0.1" ||
+		list.Requests[0].Tunnel.BytesUp != float64(len(big)) || list.Requests[0].Tunnel.BytesDown != float64(len(big)) {
+		t.Errorf("the journal: %v %s", err, r.body)
+	}
+	st := mustGet(t, newClient(), "http://"+admin+"/api/v1/status", nil)
+	if !strings.Contains(string(st.body), `"resolve":"listen:`+listen+`"`) {
+		t.Errorf("the status: %s", st.body)
+	}
+}
+
+func TestTCPFaults(t *testing.T) {
+	t.Parallel()
+	up := tcpEcho(t)
+	t.Run("latency before the first byte", func(t *testing.T) {
+		t.Parallel()
+		_, listen, _ := tcpDoppel(t, up, "    latency: {percentage: 1, min: 0.3, max: 0.3}\n")
+		c := tcpDial(t, listen)
+		began := time.Now()
+		echoBack(t, c, []byte("ping"))
+		if d := time.Since(began); d < 300*time.Millisecond {
+			t.Errorf("the first byte after %v", d)
+		}
+		began = time.Now()
+		echoBack(t, c, []byte("again"))
+		if d := time.Since(began); d > 200*time.Millisecond {
+			t.Errorf("the second exchange waited %v", d)
+		}
+	})
+	t.Run("abort at request resets before relaying", func(t *testing.T) {
+		t.Parallel()
+		p, listen, _ := tcpDoppel(t, up, "    abort: {percentage: 1, at: request}\n")
+		c, err := net.Dial("tcp", listen)
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, _ = c.Write([]byte("x"))
+			_, err = io.ReadAll(c)
+			c.Close()
+		}
+		if !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("got %v, want a reset", err)
+		}
+		if line := connectionLine(t, p); line["fault"] != "abort" || number(line["bytes_up"]) != 0 {
+			t.Errorf("the line: %v", line)
+		}
+	})
+	t.Run("abort at body cuts after its bytes", func(t *testing.T) {
+		t.Parallel()
+		_, listen, _ := tcpDoppel(t, up, "    abort: {percentage: 1, at: body, after: 1000, how: close}\n")
+		c := tcpDial(t, listen)
+		echoBack(t, c, bytes.Repeat([]byte("b"), 600)) // under 1,000 each way: relayed
+		_, _ = c.Write(bytes.Repeat([]byte("b"), 600)) // 1,200 toward the upstream: cut at 1,000
+		got, err := io.ReadAll(c)
+		if len(got) > 400 || err != nil {
+			t.Errorf("%d bytes after the first 600, then %v: want at most the 400 that passed, then a FIN", len(got), err)
+		}
+	})
+	t.Run("hang holds then closes", func(t *testing.T) {
+		t.Parallel()
+		_, listen, _ := tcpDoppel(t, up, "    hang: {percentage: 1, seconds: 0.4}\n")
+		c := tcpDial(t, listen)
+		_, _ = c.Write([]byte("hello"))
+		began := time.Now()
+		got, err := io.ReadAll(c)
+		if len(got) != 0 || err != nil || time.Since(began) < 350*time.Millisecond {
+			t.Errorf("%q %v after %v", got, err, time.Since(began))
+		}
+	})
+	t.Run("bandwidth paces", func(t *testing.T) {
+		t.Parallel()
+		_, listen, _ := tcpDoppel(t, up, "    bandwidth: {percentage: 1, bytes_per_second: 100Ki}\n")
+		c := tcpDial(t, listen)
+		began := time.Now()
+		echoBack(t, c, bytes.Repeat([]byte("w"), 40<<10))
+		if d := time.Since(began); d < 300*time.Millisecond {
+			t.Errorf("40 KiB each way at 100 KiB/s took %v", d)
+		}
+	})
+	t.Run("when.count fails only the first connection", func(t *testing.T) {
+		t.Parallel()
+		_, listen, _ := tcpDoppel(t, up, "    abort: {percentage: 1, at: request, when: {count: {first: 1}}}\n")
+		c, err := net.Dial("tcp", listen)
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.ReadAll(c)
+			c.Close()
+		}
+		if !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("the first: %v, want a reset", err)
+		}
+		echoBack(t, tcpDial(t, listen), []byte("second"))
+	})
+}
+
+func TestTCPProxiesFollowTheAPI(t *testing.T) {
+	t.Parallel()
+	up := tcpEcho(t)
+	_, listen, admin := tcpDoppel(t, up, "")
+	// A second tcp proxy created through the API listens when the write
+	// answers; deleted, it stops.
+	second := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+	body := fmt.Sprintf(`{"proxy": {"name": "cache", "type": "tcp", "listen": %q, "upstream": %q}}`, second, up)
+	res, err := newClient().Post("http://"+admin+"/api/v1/proxies", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Fatalf("create: %d %s", res.StatusCode, b)
+	}
+	echoBack(t, tcpDial(t, second), []byte("through the new one"))
+	req, _ := http.NewRequest("DELETE", "http://"+admin+"/api/v1/proxies/cache", nil)
+	if res, err := newClient().Do(req); err != nil || res.StatusCode != 204 {
+		t.Fatalf("delete: %v %v", res, err)
+	}
+	if c, err := net.DialTimeout("tcp", second, time.Second); err == nil {
+		c.Close()
+		t.Error("the deleted proxy still listens")
+	}
+	echoBack(t, tcpDial(t, listen), []byte("the first is untouched"))
+}
+
+func TestTCPBadInput(t *testing.T) {
+	t.Parallel()
+	t.Run("a listen address in use", func(t *testing.T) {
+		t.Parallel()
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer taken.Close()
+		dir := t.TempDir()
+		cfg := serveConfig(t, dir, 0, 0, fmt.Sprintf("proxies:\n  - name: db\n    type: tcp\n    listen: %s\n    upstream: 127.0.0.1:9\n", taken.Addr()))
+		r := doppel(t, invocation{args: []string{"serve", "--config", cfg}})
+		if out := r.stdout + r.stderr; r.code != 1 || !strings.Contains(out, "db") || !strings.Contains(out, taken.Addr().String()) || !strings.Contains(out, "in use") {
+			t.Errorf("exit %d:\n%s", r.code, out)
+		}
+	})
+	t.Run("an unreachable upstream", func(t *testing.T) {
+		t.Parallel()
+		gone, _ := net.Listen("tcp", "127.0.0.1:0")
+		addr := gone.Addr().String()
+		gone.Close()
+		p, listen, _ := tcpDoppel(t, addr, "")
+		c, err := net.Dial("tcp", listen)
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.ReadAll(c)
+			c.Close()
+		}
+		if !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("the client: %v, want a reset", err)
+		}
+		if line := connectionLine(t, p); !strings.Contains(fmt.Sprint(line["error"]), "cannot be reached") {
+			t.Errorf("the line: %v", line)
+		}
+	})
+}

@@ -1,0 +1,196 @@
+package tcp
+
+import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Link is one accepted connection and its upstream connection, relayed
+// both ways, each direction through its own chain of toxics.
+type Link struct {
+	proxy            *Proxy
+	client, upstream net.Conn
+	began            time.Time
+
+	done     chan struct{} // closed by Cut or the end: sleeps and timers stop
+	doneOnce sync.Once
+	cut      atomic.Bool // a toxic cut it (rather than a side closing)
+	reset    atomic.Bool // the cut was a reset
+
+	up, down atomic.Int64 // bytes relayed: client → upstream, upstream → client
+	fired    sync.Map     // toxic names that applied to this link
+
+	// plan, when planned, is the connection's own toxics for its life,
+	// instead of the proxy's in force.
+	plan    *Toxics
+	planned bool
+}
+
+// Record is what a link did, once both directions ended.
+type Record struct {
+	Proxy    string
+	Client   string // the client's address
+	Up, Down int64  // bytes relayed each way
+	Duration time.Duration
+	// Toxics are the names of the toxics that applied (their toxicity
+	// rolled in), in no particular order.
+	Toxics []string
+	// Cut says a fault cut the connection; Reset that it was a reset;
+	// Early that it was cut or held before anything was relayed (an
+	// abort at request, a hang).
+	Cut, Reset, Early bool
+	// Err is why the link ended early, such as an upstream that cannot be
+	// reached; nil for a relay that ran until a side closed.
+	Err error
+}
+
+// sleep waits d, or until the link ends: false when it ended.
+func (l *Link) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+// after runs f after d unless the link ends first.
+func (l *Link) after(d time.Duration, f func()) {
+	go func() {
+		if l.sleep(d) {
+			f()
+		}
+	}()
+}
+
+// Cut ends the link now, both connections: reset sends a TCP RST to the
+// client (linger 0), else a FIN.
+func (l *Link) Cut(reset bool) {
+	if l.cut.Swap(true) {
+		return
+	}
+	l.reset.Store(reset)
+	l.end()
+	if reset {
+		if tc, ok := l.client.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+	}
+	_ = l.client.Close()
+	_ = l.upstream.Close()
+}
+
+func (l *Link) end() { l.doneOnce.Do(func() { close(l.done) }) }
+
+// chain builds one direction's writers from the toxics in force, each
+// applied with its toxicity; the last writes to dst.
+func (l *Link) chain(toxics []Entry, dst net.Conn, count *atomic.Int64) writer {
+	var w writer = &connWriter{c: dst, n: count}
+	for i := len(toxics) - 1; i >= 0; i-- {
+		e := toxics[i]
+		if e.Toxicity < 1 && rand.Float64() >= e.Toxicity {
+			continue
+		}
+		if !l.planned {
+			l.fired.Store(e.Toxic.Name(), true) // a plan names its faults itself
+		}
+		w = e.Toxic.Wrap(w, l)
+	}
+	return w
+}
+
+// connWriter writes to the peer and counts what went.
+type connWriter struct {
+	c net.Conn
+	n *atomic.Int64
+}
+
+func (w *connWriter) Write(b []byte) error {
+	n, err := w.c.Write(b)
+	w.n.Add(int64(n))
+	return err
+}
+
+// Close passes the end of the source on: a FIN on this direction.
+func (w *connWriter) Close() error {
+	if cw, ok := w.c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return w.c.Close()
+}
+
+// relayBuffer is how much one read takes.
+const relayBuffer = 32 << 10
+
+// pipe relays src to dst through the direction's toxics until src ends or
+// the link is cut. The chain is built again when the proxy's toxics
+// change, so a toxic added or removed applies to open connections too.
+func (l *Link) pipe(dir Direction, src, dst net.Conn, count *atomic.Int64) error {
+	buf := make([]byte, relayBuffer)
+	var (
+		set *Toxics
+		w   writer
+	)
+	current := func() writer {
+		s := l.plan
+		if !l.planned {
+			s = l.proxy.toxics.Load()
+		}
+		if w == nil || s != set {
+			set = s
+			w = l.chain(s.of(dir), dst, count)
+		}
+		return w
+	}
+	current()
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if werr := current().Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return current().Close()
+			}
+			return err
+		}
+	}
+}
+
+// run relays both ways until both directions end, then reports.
+func (l *Link) run() {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = l.pipe(Upstream, l.client, l.upstream, &l.up)
+	})
+	downErr := l.pipe(Downstream, l.upstream, l.client, &l.down)
+	if downErr != nil && !l.cut.Load() {
+		// The upstream broke off: the client's side ends too.
+		_ = l.client.Close()
+		_ = l.upstream.Close()
+	}
+	wg.Wait()
+	l.end()
+	_ = l.client.Close()
+	_ = l.upstream.Close()
+	l.proxy.report(l.record(nil))
+}
+
+func (l *Link) record(err error) Record {
+	r := Record{Proxy: l.proxy.Name, Client: l.client.RemoteAddr().String(), Up: l.up.Load(), Down: l.down.Load(),
+		Duration: time.Since(l.began), Cut: l.cut.Load(), Reset: l.reset.Load(), Err: err}
+	l.fired.Range(func(k, _ any) bool {
+		r.Toxics = append(r.Toxics, k.(string))
+		return true
+	})
+	return r
+}
