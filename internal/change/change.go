@@ -120,6 +120,9 @@ func Unapplied(running, next *config.Document) []string {
 	if !reflect.DeepEqual(running.Sentry, next.Sentry) {
 		out = append(out, "sentry")
 	}
+	if !reflect.DeepEqual(running.Toxiproxy, next.Toxiproxy) {
+		out = append(out, "toxiproxy")
+	}
 	a, b := running.Admin, next.Admin
 	if *a.Enable != *b.Enable || *a.Dashboard != *b.Dashboard || a.Title != b.Title || a.Host != b.Host || a.Port != b.Port {
 		out = append(out, "admin")

@@ -16,14 +16,15 @@ import (
 
 // Document is one whole configuration.
 type Document struct {
-	Server    Server    `yaml:"server" required:"true" doc:"Where the proxy listens for the traffic being forwarded or mocked."`
-	Admin     Admin     `yaml:"admin" required:"true" doc:"The admin API's listener, its tokens, and who may do what."`
-	Proxies   []Proxy   `yaml:"proxies" doc:"The proxies this instance serves, in the order they are tried. May be empty or left out: requests are then answered 503 NO_PROXIES_CONFIGURED."`
-	Logging   Logging   `yaml:"logging" doc:"Log level and output format."`
-	Control   Control   `yaml:"control" doc:"The Unix socket that doppel config reload and doppel token add talk to."`
-	Templates Templates `yaml:"templates" doc:"Where mock template files are read from and uploaded to."`
-	Sentry    *Sentry   `yaml:"sentry,omitempty" doc:"Optional error reporting. Absent, or an empty DSN, disables it."`
-	Journal   *Journal  `yaml:"journal,omitempty" doc:"The request journal: the newest requests of the proxy listener, kept in memory for the admin API (GET /api/v1/requests). On by default."`
+	Server    Server     `yaml:"server" required:"true" doc:"Where the proxy listens for the traffic being forwarded or mocked."`
+	Admin     Admin      `yaml:"admin" required:"true" doc:"The admin API's listener, its tokens, and who may do what."`
+	Proxies   []Proxy    `yaml:"proxies" doc:"The proxies this instance serves, in the order they are tried. May be empty or left out: requests are then answered 503 NO_PROXIES_CONFIGURED."`
+	Logging   Logging    `yaml:"logging" doc:"Log level and output format."`
+	Control   Control    `yaml:"control" doc:"The Unix socket that doppel config reload and doppel token add talk to."`
+	Templates Templates  `yaml:"templates" doc:"Where mock template files are read from and uploaded to."`
+	Sentry    *Sentry    `yaml:"sentry,omitempty" doc:"Optional error reporting. Absent, or an empty DSN, disables it."`
+	Journal   *Journal   `yaml:"journal,omitempty" doc:"The request journal: the newest requests of the proxy listener, kept in memory for the admin API (GET /api/v1/requests). On by default."`
+	Toxiproxy *Toxiproxy `yaml:"toxiproxy,omitempty" doc:"A listener speaking Toxiproxy 2.x's HTTP API over Doppel's TCP relay, for Toxiproxy's clients. Off when absent; what its clients create lives in memory, not in this document."`
 }
 
 // Server is the proxy listener.

@@ -27,6 +27,7 @@ func Validate(d *Document) []Violation {
 		vs = append(vs, checkTemplate("server.external_url", e.String(), SystemVariables)...)
 	}
 	vs = append(vs, validateTLS(d.Server.TLS)...)
+	vs = append(vs, validateToxiproxy(d)...)
 
 	vs = append(vs, validateTokens(d)...)
 	vs = append(vs, validateAccess(d)...)

@@ -1,0 +1,37 @@
+package config
+
+import "fmt"
+
+// Toxiproxy is the Toxiproxy-compatible API's listener (SPEC §17.8): off
+// when the section is absent. What its clients create lives in memory,
+// never in the document.
+type Toxiproxy struct {
+	Host Host `yaml:"host" required:"true" doc:"The IP address the Toxiproxy-compatible API binds (not a hostname). Toxiproxy's own default is 127.0.0.1."`
+	Port Port `yaml:"port" required:"true" doc:"The TCP port of the Toxiproxy-compatible API (Toxiproxy's is 8474). Must differ from server.port, admin.port and every tcp proxy's listen port."`
+}
+
+// validateToxiproxy is V49: the Toxiproxy API's port is its own, apart
+// from the two listeners' and the tcp proxies'.
+func validateToxiproxy(d *Document) []Violation {
+	t := d.Toxiproxy
+	if t == nil || t.Port == 0 {
+		return nil
+	}
+	const at = "toxiproxy.port"
+	var vs []Violation
+	add := func(format string, args ...any) {
+		vs = append(vs, Violation{Rule: "V49", Path: at, Message: fmt.Sprintf(format, args...)})
+	}
+	if t.Port == d.Server.Port {
+		add("must differ from server.port (both are %d)", t.Port)
+	}
+	if t.Port == d.Admin.Port {
+		add("must differ from admin.port (both are %d)", t.Port)
+	}
+	for i, p := range d.Proxies {
+		if p.Type == KindTCP && p.Listen != nil && p.Listen.Port == uint16(t.Port) {
+			add("must differ from proxies[%d].listen (%s, of %s)", i, p.Listen.String(), quote(string(p.Name)))
+		}
+	}
+	return vs
+}

@@ -1,0 +1,55 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestToxiproxySection(t *testing.T) {
+	d, err := Load([]byte(doc("toxiproxy: {host: 127.0.0.1, port: 8474}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Toxiproxy == nil || d.Toxiproxy.Host.String() != "127.0.0.1" || d.Toxiproxy.Port != 8474 {
+		t.Fatalf("toxiproxy = %+v", d.Toxiproxy)
+	}
+	canon, err := Canonical(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(canon), "toxiproxy:\n  host: 127.0.0.1\n  port: 8474\n") {
+		t.Errorf("the canonical form lacks the section:\n%s", canon)
+	}
+	d, err = Load([]byte(doc()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Toxiproxy != nil {
+		t.Errorf("absent, the section is off; got %+v", d.Toxiproxy)
+	}
+	if canon, _ := Canonical(d); strings.Contains(string(canon), "toxiproxy") {
+		t.Errorf("an absent section is written:\n%s", canon)
+	}
+	expectOne(t, doc("toxiproxy: {host: 127.0.0.1}\n"), "toxiproxy.port", "")
+	expectOne(t, doc("toxiproxy: {host: 127.0.0.1, port: 8474, admin: true}\n"), "toxiproxy.admin", "")
+}
+
+// V49: the Toxiproxy API's port is its own.
+func TestToxiproxyPortIsItsOwn(t *testing.T) {
+	tcp := "proxies:\n  - {name: db, type: tcp, listen: '127.0.0.1:15432', upstream: 'db:5432'}\n"
+	for _, c := range []struct{ name, src, want string }{
+		{"server", doc("toxiproxy: {host: 127.0.0.1, port: 8080}\n"), "must differ from server.port (both are 8080)"},
+		{"admin", doc("toxiproxy: {host: 0.0.0.0, port: 8081}\n"), "must differ from admin.port (both are 8081)"},
+		{"tcp listen", doc(tcp, "toxiproxy: {host: 127.0.0.1, port: 15432}\n"), "must differ from proxies[0].listen (127.0.0.1:15432, of `db`)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			vs := violations(t, c.src)
+			if len(vs) != 1 || vs[0].Rule != "V49" || vs[0].Path != "toxiproxy.port" || !strings.Contains(vs[0].Message, c.want) {
+				t.Fatalf("got %v, want one V49 at toxiproxy.port containing %q", vs, c.want)
+			}
+		})
+	}
+	if vs := violations(t, doc(tcp, "toxiproxy: {host: 127.0.0.1, port: 8474}\n")); len(vs) != 0 {
+		t.Fatalf("a port of its own is valid, got %v", vs)
+	}
+}
