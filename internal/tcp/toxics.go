@@ -33,11 +33,13 @@ var errCut = errors.New("the connection was cut by an injected fault")
 // Latency delays the bytes: Initial once, before the first byte passes
 // (a uniform draw up to InitialMax when that is more), then Jitter (a
 // uniform draw in [0, Jitter)) on every chunk; Each adds a fixed delay to
-// every chunk, as Toxiproxy's latency does.
+// every chunk, as Toxiproxy's latency does, and Spread a uniform draw in
+// [-Spread, +Spread) around it (Toxiproxy's jitter), never below zero.
 type Latency struct {
 	Initial, InitialMax time.Duration
 	Each                time.Duration
 	Jitter              time.Duration
+	Spread              time.Duration
 }
 
 func (Latency) Name() string { return "latency" }
@@ -64,6 +66,9 @@ func (w *latencyWriter) Write(b []byte) error {
 	}
 	if w.t.Jitter > 0 {
 		d += time.Duration(rand.Int64N(int64(w.t.Jitter)))
+	}
+	if w.t.Spread > 0 {
+		d += time.Duration(rand.Int64N(2*int64(w.t.Spread))) - w.t.Spread
 	}
 	if d > 0 && !w.l.sleep(d) {
 		return errCut
@@ -216,14 +221,45 @@ func (dropWriter) Write([]byte) error { return nil }
 func (dropWriter) Close() error       { return nil }
 
 // ResetPeer resets the connection (a TCP RST) After its start, or at once.
-type ResetPeer struct{ After time.Duration }
+// With OnData, as Toxiproxy's reset_peer, the time starts with the first
+// bytes this way instead, and from then on nothing passes.
+type ResetPeer struct {
+	After  time.Duration
+	OnData bool
+}
 
 func (ResetPeer) Name() string { return "reset_peer" }
 
 func (t ResetPeer) Wrap(next writer, l *Link) writer {
+	if t.OnData {
+		return &resetOnDataWriter{after: t.After, l: l}
+	}
 	l.after(t.After, func() { l.Cut(true) })
 	return next
 }
+
+// resetOnDataWriter drops what it is handed, and resets the connection
+// after its time from the first bytes.
+type resetOnDataWriter struct {
+	after   time.Duration
+	l       *Link
+	started bool
+}
+
+func (w *resetOnDataWriter) Write([]byte) error {
+	if w.started {
+		return nil
+	}
+	w.started = true
+	if w.after <= 0 {
+		w.l.Cut(true)
+		return errCut
+	}
+	w.l.after(w.after, func() { w.l.Cut(true) })
+	return nil
+}
+
+func (w *resetOnDataWriter) Close() error { return nil }
 
 // SlowClose delays passing the source's close on by Delay.
 type SlowClose struct{ Delay time.Duration }

@@ -1,0 +1,42 @@
+package tcp
+
+import (
+	"io"
+	"testing"
+	"time"
+)
+
+// Toxiproxy's latency: every chunk waits Each, give or take Spread.
+func TestLatencySpreadIsAroundEach(t *testing.T) {
+	_, addr, _ := start(t, echo(t, nil), &Toxics{Down: []Entry{{Toxic: Latency{Each: 200 * time.Millisecond, Spread: 100 * time.Millisecond}, Toxicity: 1}}})
+	c := dial(t, addr)
+	var least, most time.Duration = time.Hour, 0
+	for range 6 {
+		began := time.Now()
+		roundTrip(t, c, []byte("ping"))
+		d := time.Since(began)
+		least, most = min(least, d), max(most, d)
+	}
+	if least < 100*time.Millisecond || most > 400*time.Millisecond {
+		t.Errorf("round trips took %v to %v, want each within 200ms ± 100ms", least, most)
+	}
+}
+
+// Toxiproxy's reset_peer: the time starts with the first bytes, which do
+// not pass.
+func TestResetPeerOnDataWaitsForTheFirstBytes(t *testing.T) {
+	_, addr, _ := start(t, echo(t, nil), &Toxics{Down: []Entry{{Toxic: ResetPeer{After: 100 * time.Millisecond, OnData: true}, Toxicity: 1}}})
+	c := dial(t, addr)
+	time.Sleep(250 * time.Millisecond)
+	began := time.Now()
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatalf("the connection was reset before any bytes: %v", err)
+	}
+	got, err := io.ReadAll(c)
+	if !isReset(err) || len(got) != 0 {
+		t.Fatalf("after the first bytes: %q, %v; want nothing and ECONNRESET", got, err)
+	}
+	if d := time.Since(began); d < 80*time.Millisecond {
+		t.Errorf("reset after %v, want about 100ms after the first bytes", d)
+	}
+}
