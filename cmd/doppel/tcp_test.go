@@ -116,6 +116,16 @@ func TestATCPProxyRelaysAndJournalsEachConnection(t *testing.T) {
 		list.Requests[0].Tunnel.BytesUp != float64(len(big)) || list.Requests[0].Tunnel.BytesDown != float64(len(big)) {
 		t.Errorf("the journal: %v %s", err, r.body)
 	}
+	metrics := string(mustGet(t, newClient(), "http://"+admin+"/metrics", nil).body)
+	for _, want := range []string{
+		`doppel_tcp_connections_total{fault="",proxy="db"} 1`,
+		fmt.Sprintf(`doppel_tcp_bytes_total{direction="up",proxy="db"} %d`, len(big)),
+		fmt.Sprintf(`doppel_tcp_bytes_total{direction="down",proxy="db"} %d`, len(big)),
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("the metrics have no %s", want)
+		}
+	}
 	st := mustGet(t, newClient(), "http://"+admin+"/api/v1/status", nil)
 	if !strings.Contains(string(st.body), `"resolve":"listen:`+listen+`"`) {
 		t.Errorf("the status: %s", st.body)

@@ -135,7 +135,7 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		return nil, err
 	}
 	i.stops = append(i.stops, func() { _ = i.proxies.ln.Close() })
-	if i.TCP, err = startTCP(doc, o, i.Control, jr); err != nil {
+	if i.TCP, err = startTCP(doc, o, i.Control, jr, metrics); err != nil {
 		return nil, err
 	}
 	i.stops = append(i.stops, i.TCP.Close)
@@ -219,8 +219,8 @@ func (i *Instance) undo() {
 // startTCP starts the document's tcp proxies and keeps them equal to the
 // configuration in force. One that cannot listen at start stops the
 // start; after a change it is logged, and the others are in force.
-func startTCP(doc *config.Document, o Options, ctl *change.Controller, jr *journal.Journal) (*tcp.Fleet, error) {
-	f := &tcp.Fleet{Report: func(r tcp.Record) { recordConnection(o.Log, jr, r) }}
+func startTCP(doc *config.Document, o Options, ctl *change.Controller, jr *journal.Journal, m *telemetry.Metrics) (*tcp.Fleet, error) {
+	f := &tcp.Fleet{Report: func(r tcp.Record) { recordConnection(o.Log, jr, m, r) }}
 	if o.Seed != "" {
 		f.Roller = fault.NewSeeded(o.Seed)
 	}
@@ -238,7 +238,7 @@ func startTCP(doc *config.Document, o Options, ctl *change.Controller, jr *journ
 
 // recordConnection writes a tcp proxy's connection to the log and the
 // journal: one entry per connection, with what it relayed each way.
-func recordConnection(log *telemetry.Logger, jr *journal.Journal, r tcp.Record) {
+func recordConnection(log *telemetry.Logger, jr *journal.Journal, m *telemetry.Metrics, r tcp.Record) {
 	fault := ""
 	switch {
 	case slices.Contains(r.Toxics, "hang"):
@@ -252,6 +252,7 @@ func recordConnection(log *telemetry.Logger, jr *journal.Journal, r tcp.Record) 
 		attrs = append(attrs, "error", r.Err.Error())
 	}
 	log.Info("connection", attrs...)
+	m.ObserveConnection(r.Proxy, fault, r.Toxics, r.Up, r.Down)
 	rec := &telemetry.Exchange{RequestID: uuid.NewString(), Proxy: r.Proxy, Method: "TCP", Client: peerHost(r.Client),
 		Duration: r.Duration, Tunnel: &telemetry.Tunnel{Up: r.Up, Down: r.Down, Duration: r.Duration}}
 	for _, t := range r.Toxics {

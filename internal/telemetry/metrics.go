@@ -48,6 +48,8 @@ type Metrics struct {
 	mockHits         *prometheus.CounterVec
 	lastError        *prometheus.GaugeVec
 	proxyMocks       *prometheus.GaugeVec
+	tcpConnections   *prometheus.CounterVec
+	tcpBytes         *prometheus.CounterVec
 
 	// The histograms' series by their labels, once looked up: a vector's
 	// own lookup hashes the label values under a lock every request
@@ -124,13 +126,34 @@ func NewMetrics(version string, dashboard bool) *Metrics {
 	m.proxyMocks = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "doppel_proxy_mocks", Help: "Mocks per proxy in the configuration in force; a removed proxy is 0.",
 	}, []string{"proxy"})
+	m.tcpConnections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "doppel_tcp_connections_total", Help: "Connections a tcp proxy relayed, counted when they end; fault is the one that cut or held it (abort, hang), or empty.",
+	}, []string{"proxy", "fault"})
+	m.tcpBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "doppel_tcp_bytes_total", Help: "Bytes a tcp proxy relayed: direction up is from the client, down from the upstream.",
+	}, []string{"proxy", "direction"})
 	m.reg.MustRegister(m.proxyDuration, m.upstreamDuration, m.adminDuration, m.loss, m.latency, m.faults, m.mockHits,
-		build, dash, m.lastError, m.proxyMocks,
+		build, dash, m.lastError, m.proxyMocks, m.tcpConnections, m.tcpBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	build.WithLabelValues(version).Set(1)
 	dash.WithLabelValues(strconv.FormatBool(dashboard)).Set(1)
 	m.lastError.WithLabelValues("").Set(0)
 	return m
+}
+
+// ObserveConnection counts a tcp proxy's connection when it ends: the
+// fault that cut or held it ("" for none), the faults that fired, and
+// the bytes each way. Once per connection, not per byte.
+func (m *Metrics) ObserveConnection(proxy, fault string, fired []string, up, down int64) {
+	if m == nil {
+		return
+	}
+	m.tcpConnections.WithLabelValues(proxy, fault).Inc()
+	m.tcpBytes.WithLabelValues(proxy, "up").Add(float64(up))
+	m.tcpBytes.WithLabelValues(proxy, "down").Add(float64(down))
+	for _, f := range fired {
+		m.faults.WithLabelValues(proxy, f).Inc()
+	}
 }
 
 // Handler serves the exposition format.

@@ -84,12 +84,12 @@ func newBenchmark(cfg *config, fl *fleet, sup *supervisor) *benchmark {
 	}
 	// The journal-off Doppel runs right before the default one, on /small
 	// and the mock path only: the journal's cost is read from that pair.
-	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppelInfo} {
+	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppelTCP, fl.doppelInfo} {
 		add(&b.cases, s, "/small")
 	}
 	features("/small")
 	// /large after /small: the RSS-flat target compares the two peaks.
-	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppelNoJournal, fl.doppel, fl.doppelInfo} {
+	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppelTCP, fl.doppelNoJournal, fl.doppel, fl.doppelInfo} {
 		add(&b.cases, s, "/large")
 	}
 	// The protocols: Doppel forwarding over HTTP/1.1 and HTTP/2, in

@@ -280,8 +280,31 @@ func (b *benchmark) report(machine string, elapsed time.Duration) string {
 	line("(issue 6) forwarding `/small` ≤ 40 µs CPU/req", func(t string) string { return atMost(byKey[caseKey{t, "/small"}].cpu, 40, "µs") })
 	line("(issue 6) mocked `/mock/{id}` ≤ 20 µs CPU/req", func(t string) string { return atMost(byKey[caseKey{t, mockPath}].cpu, 20, "µs") })
 	w("\nDoppel's RSS right after start: %.1f MiB.\n", float64(b.fl.doppelIdleRSS)/(1<<20))
+	b.tcpReport(w, byKey, atLeast)
 	b.problemsReport(w)
 	return sb.String()
+}
+
+// tcpReport compares Doppel's tcp proxy with Toxiproxy relaying the same
+// upstream to the same wrk.
+func (b *benchmark) tcpReport(w func(string, ...any), byKey map[caseKey]row, atLeast func(x, goal float64) string) {
+	added := func(target, path string) string {
+		t, d := byKey[caseKey{target, path}], byKey[caseKey{"direct", path}]
+		if len(t.p50Rounds) == 0 || len(d.p50Rounds) == 0 {
+			return "no data"
+		}
+		return fmt.Sprintf("%+.0f µs", t.p50-d.p50)
+	}
+	w("\n### TCP relay (doppel-tcp: `type: tcp`; toxiproxy: its proxy; the same upstream and wrk)\n\n")
+	w("| | /small | /large |\n|---|---|---|\n")
+	w("| doppel-tcp req/s ≥ 1.0× Toxiproxy's | %s | %s |\n",
+		atLeast(b.ratio(caseKey{"doppel-tcp", "/small"}, caseKey{"toxiproxy", "/small"}), 1),
+		atLeast(b.ratio(caseKey{"doppel-tcp", "/large"}, caseKey{"toxiproxy", "/large"}), 1))
+	w("| p50 added over direct: doppel-tcp | %s | %s |\n", added("doppel-tcp", "/small"), added("doppel-tcp", "/large"))
+	w("| p50 added over direct: toxiproxy | %s | %s |\n", added("toxiproxy", "/small"), added("toxiproxy", "/large"))
+	w("| CPU µs/req: doppel-tcp / toxiproxy | %.1f / %.1f | %.1f / %.1f |\n",
+		byKey[caseKey{"doppel-tcp", "/small"}].cpu, byKey[caseKey{"toxiproxy", "/small"}].cpu,
+		byKey[caseKey{"doppel-tcp", "/large"}].cpu, byKey[caseKey{"toxiproxy", "/large"}].cpu)
 }
 
 func verdict(ok bool) string {

@@ -52,7 +52,10 @@ type fleet struct {
 	startDelay  func(context.Context) (*server, error)
 	// doppelTLS is doppel serving TLS (HTTP/1.1 and HTTP/2 by ALPN) with a
 	// certificate of the benchmark's own.
-	doppelTLS              *server
+	doppelTLS *server
+	// doppelTCP is doppel's tcp proxy (type: tcp) relaying to the
+	// upstream, beside Toxiproxy's relay of it.
+	doppelTCP              *server
 	doppelIdleRSS          int64
 	sessionID, sessionHead string
 }
@@ -74,11 +77,11 @@ func base(port int) string { return "http://" + addr(port) }
 
 // startAll starts every server, waits for it and checks one answer from it.
 func startAll(ctx context.Context, cfg *config, sup *supervisor, tmp string) (*fleet, error) {
-	ports, err := freePorts(24)
+	ports, err := freePorts(25)
 	if err != nil {
 		return nil, err
 	}
-	pDT, pDTA := ports[22], ports[23]
+	pDT, pDTA, pTCP := ports[22], ports[23], ports[24]
 	pDS, pDSA, pDR, pDRA, pDD, pDDA := ports[16], ports[17], ports[18], ports[19], ports[20], ports[21]
 	pUp, pNginx, pNginxRet, pGo, pToxAPI, pToxi, pD, pDA, pDI, pDIA, pMB, pMBImp := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[9], ports[10], ports[11]
 	pDN, pDNA := ports[12], ports[13]
@@ -166,9 +169,14 @@ proxies:
 	}
 	startDoppels := func() error {
 		var err error
-		if f.doppel, err = startDoppel(doppelOpts{name: "doppel", port: pD, adminPort: pDA, quiet: true}); err != nil {
+		if f.doppel, err = startDoppel(doppelOpts{name: "doppel", port: pD, adminPort: pDA, quiet: true,
+			more: fmt.Sprintf("  - name: relay\n    type: tcp\n    listen: %s\n    upstream: %s\n", addr(pTCP), addr(pUp))}); err != nil {
 			return err
 		}
+		if err := waitListening(ctx, f.doppel.proc, addr(pTCP), 15*time.Second); err != nil {
+			return err
+		}
+		f.doppelTCP = &server{"doppel-tcp", base(pTCP), f.doppel.proc}
 		f.doppelIdleRSS = rssOf([]int{f.doppel.proc.pid})
 		if f.doppelNoJournal, err = startDoppel(doppelOpts{name: "doppel-nojournal", port: pDN, adminPort: pDNA, quiet: true, extra: "journal: {size: 0}\n"}); err != nil {
 			return err
