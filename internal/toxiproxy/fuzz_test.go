@@ -1,0 +1,67 @@
+package toxiproxy
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzDecodeToxic: any body is a toxic that passes its own checks, or
+// Toxiproxy's error with a 4xx status; never a panic, never a negative
+// time handed to the relay.
+func FuzzDecodeToxic(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"latency","attributes":{"latency":100,"jitter":10}}`,
+		`{"name":"x","type":"slicer","stream":"upstream","toxicity":0.5,"attributes":{"average_size":64,"size_variation":32,"delay":10}}`,
+		`{"type":"limit_data","attributes":{"bytes":-1}}`,
+		`{"type":"bandwidth","attributes":{"rate":9223372036854775807}}`,
+		`{"type":"timeout","attributes":null}`, `{"type":"nope"}`, `[]`, `{`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		tx, e := decodeToxic(body, func(string) bool { return false })
+		if e != nil {
+			if e.Status < 400 || e.Status > 499 || e.Message == "" {
+				t.Fatalf("error %+v", e)
+			}
+			return
+		}
+		if tx.Name == "" || tx.Toxicity < 0 || tx.Toxicity > 1 || (tx.Stream != "upstream" && tx.Stream != "downstream") {
+			t.Fatalf("decoded %+v", tx)
+		}
+		if err := tx.Attributes.check(); err != nil {
+			t.Fatal(err)
+		}
+		_ = tx.entry()
+		if _, err := json.Marshal(tx); err != nil {
+			t.Fatal(err)
+		}
+		if _, e := decodeUpdate(tx, body); e != nil && (e.Status < 400 || e.Status > 499) {
+			t.Fatalf("update error %+v", e)
+		}
+	})
+}
+
+// FuzzDecodeProxy: any body is a proxy with a name and an upstream, or
+// Toxiproxy's 400.
+func FuzzDecodeProxy(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"db","listen":"127.0.0.1:0","upstream":"db:5432"}`,
+		`{"name":"db","upstream":"db:5432","enabled":false}`,
+		`{"name":""}`, `{"upstream":1}`, `null`, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, e := decodeProxy(body)
+		if e != nil {
+			if e.Status != 400 || e.Message == "" {
+				t.Fatalf("error %+v", e)
+			}
+			return
+		}
+		if p.Name == "" || p.Upstream == "" {
+			t.Fatalf("decoded %+v", p)
+		}
+	})
+}

@@ -1,0 +1,95 @@
+package toxiproxy
+
+import (
+	"github.com/doppelproxy/doppel/internal/tcp"
+)
+
+// proxy is one proxy a Toxiproxy client made, on Doppel's relay. The
+// server's lock guards it.
+type proxy struct {
+	name, listen, upstream string
+	enabled                bool
+	relay                  *tcp.Proxy // while enabled
+	toxics                 []*toxic   // in the order they were added
+	report                 func(tcp.Record)
+}
+
+// proxyJSON is a proxy as Toxiproxy's API writes it.
+type proxyJSON struct {
+	Name     string   `json:"name"`
+	Listen   string   `json:"listen"`
+	Upstream string   `json:"upstream"`
+	Enabled  bool     `json:"enabled"`
+	Toxics   []*toxic `json:"toxics"`
+}
+
+func (p *proxy) json() proxyJSON {
+	return proxyJSON{Name: p.name, Listen: p.listen, Upstream: p.upstream, Enabled: p.enabled, Toxics: p.toxicList()}
+}
+
+// toxicList is Toxiproxy's order: the upstream chain, then the
+// downstream one, each as added.
+func (p *proxy) toxicList() []*toxic {
+	out := make([]*toxic, 0, len(p.toxics))
+	for _, stream := range []string{"upstream", "downstream"} {
+		for _, t := range p.toxics {
+			if t.Stream == stream {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+func (p *proxy) toxic(name string) (int, *toxic) {
+	for i, t := range p.toxics {
+		if t.Name == name {
+			return i, t
+		}
+	}
+	return -1, nil
+}
+
+// start listens on listen; the address bound is the proxy's listen from
+// then on, as Toxiproxy reports it (a port 0 becomes the one chosen).
+func (p *proxy) start() error {
+	if p.enabled {
+		return nil
+	}
+	r := &tcp.Proxy{Name: p.name, Upstream: p.upstream, Report: p.report}
+	r.SetToxics(p.chains())
+	addr, err := r.Listen(p.listen)
+	if err != nil {
+		return err
+	}
+	p.relay, p.listen, p.enabled = r, addr.String(), true
+	return nil
+}
+
+// stop stops listening and ends the proxy's connections.
+func (p *proxy) stop() {
+	if !p.enabled {
+		return
+	}
+	_ = p.relay.Close()
+	p.relay, p.enabled = nil, false
+}
+
+// apply puts the toxics in force, on open connections too.
+func (p *proxy) apply() {
+	if p.relay != nil {
+		p.relay.SetToxics(p.chains())
+	}
+}
+
+func (p *proxy) chains() *tcp.Toxics {
+	var t tcp.Toxics
+	for _, x := range p.toxics {
+		if x.Stream == "upstream" {
+			t.Up = append(t.Up, x.entry())
+		} else {
+			t.Down = append(t.Down, x.entry())
+		}
+	}
+	return &t
+}
