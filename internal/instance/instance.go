@@ -38,6 +38,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/store/postgres"
 	"github.com/doppelproxy/doppel/internal/tcp"
 	"github.com/doppelproxy/doppel/internal/telemetry"
+	"github.com/doppelproxy/doppel/internal/toxiproxy"
 	"github.com/doppelproxy/doppel/internal/version"
 	"github.com/google/uuid"
 )
@@ -139,6 +140,11 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		return nil, err
 	}
 	i.stops = append(i.stops, i.TCP.Close)
+	stopToxiproxy, err := startToxiproxy(doc, o)
+	if err != nil {
+		return nil, err
+	}
+	i.stops = append(i.stops, stopToxiproxy)
 	if *doc.Admin.Enable {
 		api := admin.New(i.Control, o.EnvTokens, o.Log, jr)
 		api.Seeded = o.Seed != ""
@@ -234,6 +240,43 @@ func startTCP(doc *config.Document, o Options, ctl *change.Controller, jr *journ
 		}
 	})
 	return f, nil
+}
+
+// startToxiproxy binds the Toxiproxy-compatible API when the document has
+// a toxiproxy section (SPEC §17.8), and serves it at once, as the tcp
+// proxies relay at once. stop ends its server and every proxy its clients
+// made; what they made is in memory only, gone with the instance.
+func startToxiproxy(doc *config.Document, o Options) (stop func(), err error) {
+	t := doc.Toxiproxy
+	if t == nil {
+		return func() {}, nil
+	}
+	addr := net.JoinHostPort(t.Host.String(), strconv.Itoa(int(t.Port)))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("the Toxiproxy API cannot bind %s: %v", addr, err)
+	}
+	api := &toxiproxy.Server{Report: func(r tcp.Record) {
+		attrs := []any{"proxy", r.Proxy, "client", r.Client, "bytes_up", r.Up, "bytes_down", r.Down,
+			"duration_ms", telemetry.Millis(r.Duration), "toxics", strings.Join(r.Toxics, ","), "source", "toxiproxy"}
+		if r.Err != nil {
+			attrs = append(attrs, "error", r.Err.Error())
+		}
+		o.Log.Info("connection", attrs...)
+	}}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go func() { _ = srv.Serve(ln) }()
+	o.Log.Info("the Toxiproxy-compatible API is listening; what its clients make lives in memory", "toxiproxy_addr", ln.Addr().String())
+	return func() {
+		_ = srv.Close()
+		api.Close()
+	}, nil
 }
 
 // recordConnection writes a tcp proxy's connection to the log and the

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+)
+
+// The Toxiproxy-compatible API through the binary (SPEC §17.8), driven by
+// Toxiproxy's own Go client, in front of a real TCP echo server.
+
+// toxiproxyDoppel serves Doppel with toxiproxy on a free port, and returns
+// Toxiproxy's client for it.
+func toxiproxyDoppel(t *testing.T) (*proc, *toxiproxy.Client, string) {
+	t.Helper()
+	dir := t.TempDir()
+	// One call, three distinct ports: the document's server and admin
+	// ports may not be toxiproxy's (V49).
+	ports := freePorts(t, 3)
+	api := fmt.Sprintf("127.0.0.1:%d", ports[2])
+	cfg := serveConfig(t, dir, ports[0], ports[1], fmt.Sprintf("toxiproxy: {host: 127.0.0.1, port: %d}\n", ports[2]))
+	p, _ := serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
+	p.waitLine("the Toxiproxy API's line", 5*time.Second, func(l string) bool {
+		return strings.Contains(l, "Toxiproxy-compatible API is listening") && strings.Contains(l, api)
+	})
+	return p, toxiproxy.NewClient(api), api
+}
+
+// echoTime is how long one echo of a few bytes takes on c.
+func echoTime(t *testing.T, c net.Conn) time.Duration {
+	t.Helper()
+	began := time.Now()
+	echoBack(t, c, []byte("ping"))
+	return time.Since(began)
+}
+
+func TestToxiproxyClientLatencyOnAnOpenConnection(t *testing.T) {
+	t.Parallel()
+	_, cl, _ := toxiproxyDoppel(t)
+	up := tcpEcho(t)
+	px, err := cl.CreateProxy("db", "127.0.0.1:0", up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := cl.Proxies()
+	if err != nil || all["db"] == nil || all["db"].Upstream != up || all["db"].Listen != px.Listen || !all["db"].Enabled {
+		t.Fatalf("the list: %v %+v", err, all["db"])
+	}
+	c := tcpDial(t, px.Listen)
+	if d := echoTime(t, c); d > 150*time.Millisecond {
+		t.Fatalf("without a toxic an echo took %v", d)
+	}
+	// The connection is open before the toxic: it applies all the same.
+	if _, err := px.AddToxic("slow", "latency", "downstream", 1, toxiproxy.Attributes{"latency": 300}); err != nil {
+		t.Fatal(err)
+	}
+	if d := echoTime(t, c); d < 300*time.Millisecond || d > 900*time.Millisecond {
+		t.Errorf("with latency 300ms an echo took %v", d)
+	}
+	if _, err := px.UpdateToxic("slow", -1, toxiproxy.Attributes{"latency": 600}); err != nil {
+		t.Fatal(err)
+	}
+	if d := echoTime(t, c); d < 600*time.Millisecond || d > 1200*time.Millisecond {
+		t.Errorf("updated to 600ms an echo took %v", d)
+	}
+	toxics, err := px.Toxics()
+	if err != nil || len(toxics) != 1 || toxics[0].Name != "slow" || toxics[0].Attributes["latency"] != float64(600) {
+		t.Errorf("the toxics: %v %+v", err, toxics)
+	}
+	if err := px.RemoveToxic("slow"); err != nil {
+		t.Fatal(err)
+	}
+	if d := echoTime(t, c); d > 150*time.Millisecond {
+		t.Errorf("with the toxic removed an echo took %v", d)
+	}
+}
+
+func TestToxiproxyClientResetPeerAndLimitData(t *testing.T) {
+	t.Parallel()
+	_, cl, _ := toxiproxyDoppel(t)
+	up := tcpEcho(t)
+	t.Run("reset_peer", func(t *testing.T) {
+		px, err := cl.CreateProxy("reset", "127.0.0.1:0", up)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := px.AddToxic("", "reset_peer", "", 1, toxiproxy.Attributes{"timeout": 0}); err != nil {
+			t.Fatal(err)
+		}
+		c := tcpDial(t, px.Listen)
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := io.ReadAll(c); !errors.Is(err, syscall.ECONNRESET) || len(got) != 0 {
+			t.Errorf("read %q, %v; want ECONNRESET", got, err)
+		}
+	})
+	t.Run("limit_data", func(t *testing.T) {
+		px, err := cl.CreateProxy("limit", "127.0.0.1:0", up)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := px.AddToxic("", "limit_data", "downstream", 1, toxiproxy.Attributes{"bytes": 10}); err != nil {
+			t.Fatal(err)
+		}
+		c := tcpDial(t, px.Listen)
+		if _, err := c.Write(bytes.Repeat([]byte("x"), 100)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(c)
+		if err != nil || len(got) != 10 {
+			t.Errorf("read %d bytes, %v; want 10 and the end", len(got), err)
+		}
+	})
+}
+
+func TestToxiproxyClientDisableResetStatePopulateAndErrors(t *testing.T) {
+	t.Parallel()
+	_, cl, api := toxiproxyDoppel(t)
+	up := tcpEcho(t)
+	px, err := cl.CreateProxy("db", "127.0.0.1:0", up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Disabled, it stops listening and its connections end.
+	c := tcpDial(t, px.Listen)
+	echoBack(t, c, []byte("ping"))
+	if err := px.Disable(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("an open connection of a disabled proxy: %v", err)
+	}
+	if d, err := net.Dial("tcp", px.Listen); err == nil {
+		d.Close()
+		t.Error("a disabled proxy still listens")
+	}
+	if _, err := px.AddToxic("", "timeout", "upstream", 1, toxiproxy.Attributes{"timeout": 0}); err != nil {
+		t.Fatal(err)
+	}
+	// ResetState enables every proxy and removes every toxic.
+	if err := cl.ResetState(); err != nil {
+		t.Fatal(err)
+	}
+	px, err = cl.Proxy("db")
+	if err != nil || !px.Enabled || len(px.ActiveToxics) != 0 {
+		t.Fatalf("after ResetState: %v %+v", err, px)
+	}
+	echoBack(t, tcpDial(t, px.Listen), []byte("back"))
+
+	_, err = px.AddToxic("", "earthquake", "", 1, nil)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 400: invalid toxic type") {
+		t.Errorf("an unknown toxic type: %v", err)
+	}
+	_, err = cl.CreateProxy("db", "127.0.0.1:0", up)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 409: proxy already exists") {
+		t.Errorf("a second db: %v", err)
+	}
+	if _, err := cl.Proxy("nope"); err == nil || !strings.Contains(err.Error(), "HTTP 404: proxy not found") {
+		t.Errorf("a missing proxy: %v", err)
+	}
+
+	made, err := cl.Populate([]toxiproxy.Proxy{
+		{Name: "zeta", Listen: "127.0.0.1:0", Upstream: up, Enabled: true},
+		{Name: "alpha", Listen: "127.0.0.1:0", Upstream: up, Enabled: true},
+	})
+	if err != nil || len(made) != 2 || made[0].Name != "zeta" || made[1].Name != "alpha" {
+		t.Fatalf("Populate: %v %+v", err, made)
+	}
+	for _, m := range made {
+		echoBack(t, tcpDial(t, m.Listen), []byte(m.Name))
+	}
+	if all, err := cl.Proxies(); err != nil || len(all) != 3 {
+		t.Errorf("after Populate: %v %d proxies", err, len(all))
+	}
+
+	r, err := http.Get("http://" + api + "/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != 200 || !strings.HasPrefix(string(v), "2.") {
+		t.Errorf("version: %d %q", r.StatusCode, v)
+	}
+}
+
+func TestToxiproxyPortInUseStopsTheStart(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, port, _ := net.SplitHostPort(taken.Addr().String())
+	cfg := serveConfig(t, t.TempDir(), 0, 0, "toxiproxy: {host: 127.0.0.1, port: "+port+"}\n")
+	r := doppel(t, invocation{args: []string{"serve", "--config", cfg}})
+	if out := r.stdout + r.stderr; r.code != 1 || !strings.Contains(out, "Toxiproxy API cannot bind "+taken.Addr().String()) {
+		t.Errorf("exit %d:\n%s", r.code, out)
+	}
+}
