@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,6 +89,25 @@ func (l *Link) Cut(reset bool) {
 }
 
 func (l *Link) end() { l.doneOnce.Do(func() { close(l.done) }) }
+
+// holds reports whether t is still among the link's toxics, for a toxic
+// whose time runs on: one removed before its time is up does nothing.
+// Toxics are compared as values (every toxic here is comparable).
+func (l *Link) holds(t Toxic) bool {
+	s := l.plan
+	if !l.planned {
+		s = l.proxy.toxics.Load()
+	}
+	if s == nil {
+		return false
+	}
+	for _, e := range append(slices.Clip(s.Up), s.Down...) {
+		if e.Toxic == t {
+			return true
+		}
+	}
+	return false
+}
 
 // chain builds one direction's writers from the toxics in force, each
 // applied with its toxicity; the last writes to dst.

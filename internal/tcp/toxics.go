@@ -210,7 +210,11 @@ func (Timeout) Name() string { return "timeout" }
 
 func (t Timeout) Wrap(next writer, l *Link) writer {
 	if t.After > 0 {
-		l.after(t.After, func() { l.Cut(false) })
+		l.after(t.After, func() {
+			if l.holds(t) {
+				l.Cut(false)
+			}
+		})
 	}
 	return dropWriter{}
 }
@@ -232,16 +236,20 @@ func (ResetPeer) Name() string { return "reset_peer" }
 
 func (t ResetPeer) Wrap(next writer, l *Link) writer {
 	if t.OnData {
-		return &resetOnDataWriter{after: t.After, l: l}
+		return &resetOnDataWriter{t: t, l: l}
 	}
-	l.after(t.After, func() { l.Cut(true) })
+	l.after(t.After, func() {
+		if l.holds(t) {
+			l.Cut(true)
+		}
+	})
 	return next
 }
 
 // resetOnDataWriter drops what it is handed, and resets the connection
 // after its time from the first bytes.
 type resetOnDataWriter struct {
-	after   time.Duration
+	t       ResetPeer
 	l       *Link
 	started bool
 }
@@ -251,11 +259,15 @@ func (w *resetOnDataWriter) Write([]byte) error {
 		return nil
 	}
 	w.started = true
-	if w.after <= 0 {
+	if w.t.After <= 0 {
 		w.l.Cut(true)
 		return errCut
 	}
-	w.l.after(w.after, func() { w.l.Cut(true) })
+	w.l.after(w.t.After, func() {
+		if w.l.holds(w.t) {
+			w.l.Cut(true)
+		}
+	})
 	return nil
 }
 

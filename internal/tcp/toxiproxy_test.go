@@ -40,3 +40,16 @@ func TestResetPeerOnDataWaitsForTheFirstBytes(t *testing.T) {
 		t.Errorf("reset after %v, want about 100ms after the first bytes", d)
 	}
 }
+
+// A toxic removed before its time is up does nothing: the connection
+// lives on.
+func TestAResetPeerRemovedBeforeItsTimeDoesNothing(t *testing.T) {
+	p, addr, _ := start(t, echo(t, nil), &Toxics{Up: []Entry{{Toxic: ResetPeer{After: 200 * time.Millisecond}, Toxicity: 1}}})
+	c := dial(t, addr)
+	roundTrip(t, c, []byte("first"))
+	p.SetToxics(nil)
+	time.Sleep(350 * time.Millisecond)
+	if got := roundTrip(t, c, []byte("later")); string(got) != "later" {
+		t.Fatalf("after the toxic went: %q", got)
+	}
+}
