@@ -201,7 +201,7 @@ func TestTCPFaults(t *testing.T) {
 	})
 	t.Run("when.count fails only the first connection", func(t *testing.T) {
 		t.Parallel()
-		_, listen, _ := tcpDoppel(t, up, "    abort: {percentage: 1, at: request, when: {count: {first: 1}}}\n")
+		_, listen, admin := tcpDoppel(t, up, "    abort: {percentage: 1, at: request, when: {count: {first: 1}}}\n")
 		c, err := net.Dial("tcp", listen)
 		if err == nil {
 			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
@@ -212,6 +212,24 @@ func TestTCPFaults(t *testing.T) {
 			t.Errorf("the first: %v, want a reset", err)
 		}
 		echoBack(t, tcpDial(t, listen), []byte("second"))
+		// The count is the API's, and a reset starts it again.
+		r := mustGet(t, newClient(), "http://"+admin+"/api/v1/proxies/db/counters", nil)
+		if !strings.Contains(string(r.body), `"fault":"abort"`) || !strings.Contains(string(r.body), `"count":2`) {
+			t.Errorf("the counters: %s", r.body)
+		}
+		req, _ := http.NewRequest("DELETE", "http://"+admin+"/api/v1/proxies/db/counters", nil)
+		if res, err := newClient().Do(req); err != nil || res.StatusCode != 204 {
+			t.Fatalf("reset: %v %v", res, err)
+		}
+		c, err = net.Dial("tcp", listen)
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.ReadAll(c)
+			c.Close()
+		}
+		if !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("after the reset, the first connection again: %v, want a reset", err)
+		}
 	})
 }
 

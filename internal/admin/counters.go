@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/runtime"
 )
 
@@ -34,12 +35,12 @@ func (s *Server) listCounters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []counterJSON{}
-	p, ok := s.countersOf(w, r, string(c.Name))
+	counters, ok := s.countersFor(w, r, string(c.Name))
 	if !ok {
 		return
 	}
-	if p != nil {
-		for _, n := range p.Counters.List() {
+	if counters != nil {
+		for _, n := range counters.List() {
 			e := counterJSON{Fault: n.Fault, Key: n.Key, Count: n.N, FirstSeen: n.FirstSeen.UTC().Format(time.RFC3339Nano)}
 			if n.Mock != "" {
 				m := n.Mock
@@ -59,17 +60,52 @@ func (s *Server) resetCounters(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, ActUpdate, c) {
 		return
 	}
-	if c == nil || s.compiled(name) == nil {
+	if c == nil || s.compiled(name) == nil && s.tcpCounters(name) == nil {
 		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+		return
+	}
+	if tc := s.tcpCounters(name); tc != nil && r.URL.Query().Get("session") == "" {
+		tc.Reset()
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	p, ok := s.countersOf(w, r, name)
 	if !ok {
 		return
 	}
+	if p == nil {
+		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+		return
+	}
 	p.Counters.Reset()
 	p.Attempts.Reset()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// tcpCounters are a running tcp proxy's when counts; nil for an http
+// proxy or none.
+func (s *Server) tcpCounters(name string) *fault.Counters {
+	if s.TCPCounters == nil {
+		return nil
+	}
+	return s.TCPCounters(name)
+}
+
+// countersFor are the counters a listing reads: an http proxy's (or its
+// session overlay's), or a tcp proxy's, which no session lays over.
+func (s *Server) countersFor(w http.ResponseWriter, r *http.Request, name string) (*fault.Counters, bool) {
+	if tc := s.tcpCounters(name); tc != nil {
+		if id := r.URL.Query().Get("session"); id != "" {
+			apierr.Write(w, apierr.NotFound, "proxy "+name+" is a tcp proxy: no session lays an overlay over it")
+			return nil, false
+		}
+		return tc, true
+	}
+	p, ok := s.countersOf(w, r, name)
+	if !ok || p == nil {
+		return nil, ok
+	}
+	return p.Counters, true
 }
 
 // countersOf is the compiled proxy whose counters a call reads: the

@@ -15,6 +15,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/session"
 	"github.com/doppelproxy/doppel/internal/telemetry"
@@ -30,6 +31,9 @@ type Server struct {
 	// Sessions are the live sessions the session endpoints write; a
 	// registry of the API's own when left nil.
 	Sessions *session.Registry
+	// TCPCounters are a running tcp proxy's when counts by name (nil when
+	// none runs of that name), for the counters endpoints.
+	TCPCounters func(name string) *fault.Counters
 
 	ctl     *change.Controller
 	journal *journal.Journal

@@ -150,6 +150,7 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		api.Seeded = o.Seed != ""
 		api.Metrics = metrics.Handler()
 		api.Sessions = sessions
+		api.TCPCounters = i.TCP.Counters
 		if i.admin, err = listenAdmin(doc, o, api, metrics); err != nil {
 			return nil, err
 		}
@@ -289,13 +290,8 @@ func recordConnection(log *telemetry.Logger, jr *journal.Journal, m *telemetry.M
 	case slices.Contains(r.Toxics, "abort") && r.Cut:
 		fault = "abort"
 	}
-	attrs := []any{"proxy", r.Proxy, "client", r.Client, "bytes_up", r.Up, "bytes_down", r.Down,
-		"duration_ms", telemetry.Millis(r.Duration), "fault", fault}
-	if r.Err != nil {
-		attrs = append(attrs, "error", r.Err.Error())
-	}
-	log.Info("connection", attrs...)
-	m.ObserveConnection(r.Proxy, fault, r.Toxics, r.Up, r.Down)
+	// The journal and the metrics before the line: whoever reads the line
+	// finds the entry.
 	rec := &telemetry.Exchange{RequestID: uuid.NewString(), Proxy: r.Proxy, Method: "TCP", Client: peerHost(r.Client),
 		Duration: r.Duration, Tunnel: &telemetry.Tunnel{Up: r.Up, Down: r.Down, Duration: r.Duration}}
 	for _, t := range r.Toxics {
@@ -311,6 +307,13 @@ func recordConnection(log *telemetry.Logger, jr *journal.Journal, m *telemetry.M
 	if rc := jr.Active(); rc != nil {
 		rc.Record(rec, time.Now().Add(-r.Duration))
 	}
+	m.ObserveConnection(r.Proxy, fault, r.Toxics, r.Up, r.Down)
+	attrs := []any{"proxy", r.Proxy, "client", r.Client, "bytes_up", r.Up, "bytes_down", r.Down,
+		"duration_ms", telemetry.Millis(r.Duration), "fault", fault}
+	if r.Err != nil {
+		attrs = append(attrs, "error", r.Err.Error())
+	}
+	log.Info("connection", attrs...)
 }
 
 func peerHost(addr string) string {

@@ -27,6 +27,7 @@ type running struct {
 	proxy    *Proxy
 	listen   string
 	upstream string
+	rev      config.Revision // the proxy's, whose faults the planner has
 	planner  atomic.Pointer[Planner]
 	doc      *config.Proxy
 	addr     net.Addr
@@ -61,13 +62,18 @@ func (f *Fleet) Apply(doc *config.Document) error {
 			continue
 		}
 		name := string(p.Name)
-		planner := NewPlanner(&p, f.Roller, fault.NewCounters())
+		rev, _ := config.ProxyRevision(&p)
 		if r, ok := f.running[name]; ok {
-			r.planner.Store(planner)
+			if r.rev != rev {
+				// Its counts restart with its revision, as an http proxy's.
+				r.planner.Store(NewPlanner(&p, f.Roller, fault.NewCounters()))
+				r.rev = rev
+			}
 			r.doc = want[name]
 			continue
 		}
-		r := &running{listen: p.Listen.String(), upstream: p.Upstream.String(), doc: want[name]}
+		planner := NewPlanner(&p, f.Roller, fault.NewCounters())
+		r := &running{listen: p.Listen.String(), upstream: p.Upstream.String(), doc: want[name], rev: rev}
 		r.planner.Store(planner)
 		r.proxy = &Proxy{Name: name, Upstream: r.upstream, Report: f.Report,
 			Decide: func(c net.Addr) Plan { return r.planner.Load().Plan(c) }}
@@ -89,6 +95,17 @@ func (f *Fleet) Addr(name string) net.Addr {
 	defer f.mu.Unlock()
 	if r, ok := f.running[name]; ok {
 		return r.addr
+	}
+	return nil
+}
+
+// Counters are the when counts of the running tcp proxy of that name; nil
+// when none runs.
+func (f *Fleet) Counters(name string) *fault.Counters {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.running[name]; ok {
+		return r.planner.Load().counters
 	}
 	return nil
 }
