@@ -45,7 +45,7 @@ func echoTime(t *testing.T, c net.Conn) time.Duration {
 
 func TestToxiproxyClientLatencyOnAnOpenConnection(t *testing.T) {
 	t.Parallel()
-	_, cl, _ := toxiproxyDoppel(t)
+	p, cl, _ := toxiproxyDoppel(t)
 	up := tcpEcho(t)
 	px, err := cl.CreateProxy("db", "127.0.0.1:0", up)
 	if err != nil {
@@ -82,6 +82,12 @@ func TestToxiproxyClientLatencyOnAnOpenConnection(t *testing.T) {
 	if d := echoTime(t, c); d > 150*time.Millisecond {
 		t.Errorf("with the toxic removed an echo took %v", d)
 	}
+	// The connection is logged when it ends, with the toxic that applied.
+	c.Close()
+	p.waitLine("the connection's line", 5*time.Second, func(l string) bool {
+		return strings.Contains(l, `"msg":"connection"`) && strings.Contains(l, `"proxy":"db"`) &&
+			strings.Contains(l, `"toxics":"latency"`) && strings.Contains(l, `"source":"toxiproxy"`)
+	})
 }
 
 func TestToxiproxyClientResetPeerAndLimitData(t *testing.T) {

@@ -70,12 +70,15 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /proxies", s.proxyCreate)
 	m.HandleFunc("POST /populate", s.populate)
 	m.HandleFunc("GET /proxies/{proxy}", s.proxyShow)
+	// PATCH as well: the method later Toxiproxy releases prefer.
 	m.HandleFunc("POST /proxies/{proxy}", s.proxyUpdate)
+	m.HandleFunc("PATCH /proxies/{proxy}", s.proxyUpdate)
 	m.HandleFunc("DELETE /proxies/{proxy}", s.proxyDelete)
 	m.HandleFunc("GET /proxies/{proxy}/toxics", s.toxicIndex)
 	m.HandleFunc("POST /proxies/{proxy}/toxics", s.toxicCreate)
 	m.HandleFunc("GET /proxies/{proxy}/toxics/{toxic}", s.toxicShow)
 	m.HandleFunc("POST /proxies/{proxy}/toxics/{toxic}", s.toxicUpdate)
+	m.HandleFunc("PATCH /proxies/{proxy}/toxics/{toxic}", s.toxicUpdate)
 	m.HandleFunc("DELETE /proxies/{proxy}/toxics/{toxic}", s.toxicDelete)
 	m.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain;charset=utf-8")

@@ -78,7 +78,7 @@ func TestProxiesAreMadeListedUpdatedAndDeleted(t *testing.T) {
 		c.Close()
 		t.Fatal("a disabled proxy still listens")
 	}
-	code, body = call(t, s, "POST", "/proxies/db", `{"enabled":true}`)
+	code, body = call(t, s, "PATCH", "/proxies/db", `{"enabled":true}`)
 	_ = json.Unmarshal([]byte(body), &p)
 	if code != 200 || !p.Enabled || p.Upstream != upstream {
 		t.Fatalf("enable: %d %s", code, body)
@@ -165,6 +165,10 @@ func TestToxicsAreMadeWithToxiproxysDefaults(t *testing.T) {
 	code, body = call(t, s, "POST", "/proxies/db/toxics/latency_downstream", `{"attributes":{"latency":300}}`)
 	if code != 200 || !strings.Contains(body, `"toxicity":1,"attributes":{"latency":300,"jitter":10}`) {
 		t.Fatalf("update: %d %s", code, body)
+	}
+	code, body = call(t, s, "PATCH", "/proxies/db/toxics/latency_downstream", `{"toxicity":0.25}`)
+	if code != 200 || !strings.Contains(body, `"toxicity":0.25,"attributes":{"latency":300,"jitter":10}`) {
+		t.Fatalf("update with PATCH: %d %s", code, body)
 	}
 	code, body = call(t, s, "POST", "/proxies/db/toxics/gone", `{}`)
 	wantError(t, code, body, 404, "toxic not found")
