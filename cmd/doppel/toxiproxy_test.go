@@ -88,6 +88,11 @@ func TestToxiproxyClientLatencyOnAnOpenConnection(t *testing.T) {
 		return strings.Contains(l, `"msg":"connection"`) && strings.Contains(l, `"proxy":"db"`) &&
 			strings.Contains(l, `"toxics":"latency"`) && strings.Contains(l, `"source":"toxiproxy"`)
 	})
+	// And counted as a tcp proxy's connection is.
+	m := string(mustGet(t, newClient(), "http://"+adminAddrOf(t, p)+"/metrics", nil).body)
+	if !strings.Contains(m, `doppel_tcp_connections_total{fault="",proxy="db"} 1`) || !strings.Contains(m, `doppel_faults_total{fault="latency",proxy="db"} 1`) {
+		t.Errorf("the metrics have no connection of db:\n%.2000s", m)
+	}
 }
 
 func TestToxiproxyClientResetPeerAndLimitData(t *testing.T) {

@@ -140,7 +140,7 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		return nil, err
 	}
 	i.stops = append(i.stops, i.TCP.Close)
-	stopToxiproxy, err := startToxiproxy(doc, o)
+	stopToxiproxy, err := startToxiproxy(doc, o, jr, metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func startTCP(doc *config.Document, o Options, ctl *change.Controller, jr *journ
 // a toxiproxy section (SPEC §17.8), and serves it at once, as the tcp
 // proxies relay at once. stop ends its server and every proxy its clients
 // made; what they made is in memory only, gone with the instance.
-func startToxiproxy(doc *config.Document, o Options) (stop func(), err error) {
+func startToxiproxy(doc *config.Document, o Options, jr *journal.Journal, m *telemetry.Metrics) (stop func(), err error) {
 	t := doc.Toxiproxy
 	if t == nil {
 		return func() {}, nil
@@ -257,13 +257,10 @@ func startToxiproxy(doc *config.Document, o Options) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("the Toxiproxy API cannot bind %s: %v", addr, err)
 	}
+	// Its connections are journaled and counted as a tcp proxy's are; the
+	// line says where the proxy came from, and which toxics applied.
 	api := &toxiproxy.Server{Report: func(r tcp.Record) {
-		attrs := []any{"proxy", r.Proxy, "client", r.Client, "bytes_up", r.Up, "bytes_down", r.Down,
-			"duration_ms", telemetry.Millis(r.Duration), "toxics", strings.Join(r.Toxics, ","), "source", "toxiproxy"}
-		if r.Err != nil {
-			attrs = append(attrs, "error", r.Err.Error())
-		}
-		o.Log.Info("connection", attrs...)
+		recordConnection(o.Log, jr, m, r, "toxics", strings.Join(r.Toxics, ","), "source", "toxiproxy")
 	}}
 	srv := &http.Server{
 		Handler:           api,
@@ -282,7 +279,7 @@ func startToxiproxy(doc *config.Document, o Options) (stop func(), err error) {
 
 // recordConnection writes a tcp proxy's connection to the log and the
 // journal: one entry per connection, with what it relayed each way.
-func recordConnection(log *telemetry.Logger, jr *journal.Journal, m *telemetry.Metrics, r tcp.Record) {
+func recordConnection(log *telemetry.Logger, jr *journal.Journal, m *telemetry.Metrics, r tcp.Record, more ...any) {
 	fault := ""
 	switch {
 	case slices.Contains(r.Toxics, "hang"):
@@ -313,7 +310,7 @@ func recordConnection(log *telemetry.Logger, jr *journal.Journal, m *telemetry.M
 	if r.Err != nil {
 		attrs = append(attrs, "error", r.Err.Error())
 	}
-	log.Info("connection", attrs...)
+	log.Info("connection", append(attrs, more...)...)
 }
 
 func peerHost(addr string) string {
