@@ -260,6 +260,26 @@ func TestTCPProxiesFollowTheAPI(t *testing.T) {
 		t.Error("the deleted proxy still listens")
 	}
 	echoBack(t, tcpDial(t, listen), []byte("the first is untouched"))
+
+	// An address another process holds is refused, and nothing stored.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	body = fmt.Sprintf(`{"proxy": {"name": "cache", "type": "tcp", "listen": %q, "upstream": %q}}`, taken.Addr(), up)
+	res, err = newClient().Post("http://"+admin+"/api/v1/proxies", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 400 || !strings.Contains(string(b), "CONFIG_INVALID") || !strings.Contains(string(b), "listen: cannot be listened on") {
+		t.Errorf("a listen in use: %d %s", res.StatusCode, b)
+	}
+	if r := mustGet(t, newClient(), "http://"+admin+"/api/v1/proxies/cache", nil); r.status != 404 {
+		t.Errorf("the refused proxy was stored: %d %s", r.status, r.body)
+	}
 }
 
 func TestTCPBadInput(t *testing.T) {

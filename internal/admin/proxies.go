@@ -197,6 +197,9 @@ func (s *Server) createProxy(w http.ResponseWriter, r *http.Request) {
 		if doc.Proxy(string(p.Name)) != nil {
 			return &change.Conflict{Reason: "a proxy named " + string(p.Name) + " already exists"}
 		}
+		if err := s.listenable(p); err != nil {
+			return err
+		}
 		doc.Proxies = append(doc.Proxies, *p)
 		return nil
 	})
@@ -258,6 +261,9 @@ func (s *Server) updateProxy(w http.ResponseWriter, r *http.Request) {
 		if renamed && doc.Proxy(string(p.Name)) != nil {
 			return &config.Invalid{Violations: []config.Violation{{Path: "name", Message: "proxy " + string(p.Name) + " already exists: a rename needs a free name"}}}
 		}
+		if err := s.listenable(p); err != nil {
+			return err
+		}
 		*cur = *p
 		return nil
 	}, moves...)
@@ -266,6 +272,18 @@ func (s *Server) updateProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answerProxy(w, http.StatusOK, rt.Document.Proxy(string(p.Name)))
+}
+
+// listenable refuses a tcp proxy whose listen address is taken by
+// another process: stored, it would not be in force.
+func (s *Server) listenable(p *config.Proxy) error {
+	if p.Type != config.KindTCP || p.Listen == nil || s.TCPListen == nil {
+		return nil
+	}
+	if err := s.TCPListen(p.Listen.String()); err != nil {
+		return &config.Invalid{Violations: []config.Violation{{Path: "listen", Message: "cannot be listened on: " + err.Error()}}}
+	}
+	return nil
 }
 
 // proxyAt is the proxy named in doc, inside a write: not found, or at

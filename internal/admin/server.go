@@ -34,6 +34,10 @@ type Server struct {
 	// TCPCounters are a running tcp proxy's when counts by name (nil when
 	// none runs of that name), for the counters endpoints.
 	TCPCounters func(name string) *fault.Counters
+	// TCPListen reports why a tcp proxy could not listen on an address
+	// (nil when it can), so that a write naming one in use is refused
+	// rather than stored and not in force.
+	TCPListen func(addr string) error
 
 	ctl     *change.Controller
 	journal *journal.Journal

@@ -29,6 +29,7 @@ func Validate(d *Document) []Violation {
 	vs = append(vs, validateTLS(d.Server.TLS)...)
 	vs = append(vs, validateToxiproxy(d)...)
 
+	vs = append(vs, validateListens(d)...)
 	vs = append(vs, validateTokens(d)...)
 	vs = append(vs, validateAccess(d)...)
 

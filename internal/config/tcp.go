@@ -156,3 +156,30 @@ func whenOfBandwidth(b *Bandwidth) *When {
 	}
 	return b.When
 }
+
+// validateListens is V50: each tcp proxy listens on a port of its own,
+// apart from the proxy and admin listeners' (their hosts aside: a
+// wildcard bind takes the port on every address).
+func validateListens(d *Document) []Violation {
+	var vs []Violation
+	seen := map[uint16]int{}
+	for i, p := range d.Proxies {
+		if p.Type != KindTCP || p.Listen == nil {
+			continue
+		}
+		at := fmt.Sprintf("proxies[%d].listen", i)
+		port := p.Listen.Port
+		switch {
+		case port == uint16(d.Server.Port):
+			vs = append(vs, Violation{Rule: "V50", Path: at, Message: fmt.Sprintf("port %d is server.port's: a tcp proxy listens on a port of its own", port)})
+		case port == uint16(d.Admin.Port):
+			vs = append(vs, Violation{Rule: "V50", Path: at, Message: fmt.Sprintf("port %d is admin.port's: a tcp proxy listens on a port of its own", port)})
+		}
+		if j, dup := seen[port]; dup {
+			vs = append(vs, Violation{Rule: "V50", Path: at, Message: fmt.Sprintf("port %d is proxies[%d]'s (%s) already", port, j, d.Proxies[j].Name)})
+		} else {
+			seen[port] = i
+		}
+	}
+	return vs
+}

@@ -76,3 +76,17 @@ func TestTCPRules(t *testing.T) {
 		})
 	}
 }
+
+// V50: a tcp proxy's port is its own.
+func TestTCPListensAreTheirOwn(t *testing.T) {
+	for _, tc := range []struct{ proxies, path, msg string }{
+		{"[{name: a1, type: tcp, listen: '127.0.0.1:8080', upstream: 'h:1'}]", "proxies[0].listen", "server.port's"},
+		{"[{name: a1, type: tcp, listen: '0.0.0.0:8081', upstream: 'h:1'}]", "proxies[0].listen", "admin.port's"},
+		{"[{name: a1, type: tcp, listen: '127.0.0.1:9000', upstream: 'h:1'}, {name: b2, type: tcp, listen: '127.0.0.2:9000', upstream: 'h:2'}]", "proxies[1].listen", "proxies[0]'s (a1)"},
+	} {
+		vs := violations(t, doc("proxies: "+tc.proxies))
+		if len(vs) != 1 || vs[0].Rule != "V50" || vs[0].Path != tc.path || !strings.Contains(vs[0].Message, tc.msg) {
+			t.Errorf("%s: %v", tc.proxies, vs)
+		}
+	}
+}

@@ -151,6 +151,7 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		api.Metrics = metrics.Handler()
 		api.Sessions = sessions
 		api.TCPCounters = i.TCP.Counters
+		api.TCPListen = i.TCP.CanListen
 		if i.admin, err = listenAdmin(doc, o, api, metrics); err != nil {
 			return nil, err
 		}

@@ -99,6 +99,24 @@ func (f *Fleet) Addr(name string) net.Addr {
 	return nil
 }
 
+// CanListen reports why addr cannot be listened on, or nil: an address a
+// running proxy holds can (it is Doppel's own); another is tried.
+func (f *Fleet) CanListen(addr string) error {
+	f.mu.Lock()
+	for _, r := range f.running {
+		if r.listen == addr {
+			f.mu.Unlock()
+			return nil
+		}
+	}
+	f.mu.Unlock()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
+}
+
 // Counters are the when counts of the running tcp proxy of that name; nil
 // when none runs.
 func (f *Fleet) Counters(name string) *fault.Counters {
