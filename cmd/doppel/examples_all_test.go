@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/doppelproxy/doppel/internal/store/pgtest"
 )
@@ -29,6 +30,7 @@ var exampleChecks = map[string]func(t *testing.T, root string){
 	"faults.yaml":        checkFaultsExample,
 	"retries.yaml":       checkRetriesExample,
 	"sessions.yaml":      checkSessionsExample,
+	"tcp.yaml":           checkTCPExample,
 }
 
 // TestEveryExample validates every examples/*.yaml through the binary,
@@ -387,4 +389,28 @@ func offlineExamples(t *testing.T) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// checkTCPExample serves tcp.yaml with its two ports made free ones, and
+// asks the relay what the comments say it answers.
+func checkTCPExample(t *testing.T, root string) {
+	src := exampleSource(t, root, "tcp.yaml")
+	wantQuoted(t, src, `{"hello": "through the tcp relay"}`)
+	ports := freePorts(t, 2)
+	relay, proxy := "127.0.0.1:"+itoa(ports[0]), "127.0.0.1:"+itoa(ports[1])
+	doc := strings.NewReplacer("listen: 127.0.0.1:15432", "listen: "+relay, "upstream: 127.0.0.1:8080", "upstream: "+proxy).Replace(src)
+	if err := os.WriteFile(filepath.Join(root, "examples", "tcp-free.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, invocation{dir: root, args: []string{"serve", "--config", "examples/tcp-free.yaml",
+		"--proxy-addr", proxy, "--admin-addr", "127.0.0.1:0", "--socket", filepath.Join(t.TempDir(), "doppel.sock")}})
+	p.waitServing()
+	began := time.Now()
+	r := call(t, "GET", "http://"+relay+"/hello", "")
+	if r.status != 200 || string(r.body) != `{"hello": "through the tcp relay"}` || time.Since(began) < 300*time.Millisecond {
+		t.Errorf("through the relay: %d %q after %v", r.status, r.body, time.Since(began))
+	}
+	p.waitLine("the connection's line", 10*time.Second, func(l string) bool {
+		return lineMsg(l) == "connection" && strings.Contains(l, `"proxy":"slow-link"`)
+	})
 }
