@@ -308,7 +308,12 @@ func testSessions(t *testing.T, other *browser) {
 		b.open("/proxies/shop")
 		b.wait("two", "document.getElementById('proxy-sessions') && document.getElementById('proxy-sessions').textContent.startsWith('2 live sessions lay')")
 		b.open("/proxies/pay")
-		b.wait("the page", "document.getElementById('save') && window.testRequests.filter((r) => r.key === 'GET /api/v1/sessions').every((r) => r.done)")
+		// Drawn once the page's sessions call is done: waiting for every
+		// such call to be done held for an empty list too, before the page
+		// had made it.
+		b.wait("the page", "document.getElementById('save') && window.testRequests.some((r) => r.key === 'GET /api/v1/sessions') && "+
+			"window.testRequests.filter((r) => r.key === 'GET /api/v1/sessions').every((r) => r.done) && "+
+			"document.getElementById('proxy-sessions') && document.getElementById('proxy-sessions').checkVisibility()")
 		if s := eval[string](b, "document.getElementById('proxy-sessions').checkVisibility() ? document.getElementById('proxy-sessions').textContent : ''"); !strings.HasPrefix(s, "1 live session") {
 			t.Errorf("pay's note: %q", s)
 		}
