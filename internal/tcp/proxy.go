@@ -113,15 +113,20 @@ func (p *Proxy) Listen(addr string) (net.Addr, error) {
 }
 
 func (p *Proxy) accept(ln net.Listener) {
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return // closed
+			// Out of descriptors, say: wait and accept again, as net/http
+			// does, rather than stop listening for good.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(backoff)
+			continue
 		}
+		backoff = 0
 		p.wg.Go(func() { p.serve(c) })
 	}
 }

@@ -291,3 +291,41 @@ func TestCloseEndsOpenConnections(t *testing.T) {
 		t.Error("still listening after Close")
 	}
 }
+
+// flakyListener fails its first Accept as an exhausted process does, then
+// yields one connection, then is closed.
+type flakyListener struct {
+	n    int
+	conn net.Conn
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	l.n++
+	switch l.n {
+	case 1:
+		return nil, syscall.EMFILE
+	case 2:
+		return l.conn, nil
+	}
+	return nil, net.ErrClosed
+}
+func (l *flakyListener) Close() error   { return nil }
+func (l *flakyListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+func TestAFailedAcceptIsNotTheEnd(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	got := make(chan Record, 1)
+	p := &Proxy{Name: "db", Upstream: "127.0.0.1:1", Report: func(r Record) { got <- r }}
+	done := make(chan struct{})
+	go func() { p.accept(&flakyListener{conn: server}); close(done) }()
+	select {
+	case r := <-got:
+		if r.Err == nil {
+			t.Errorf("the record: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection after a failed Accept was never served")
+	}
+	<-done
+}
