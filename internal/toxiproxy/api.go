@@ -304,14 +304,25 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, answer)
 }
 
-func (s *Server) proxyShow(w http.ResponseWriter, r *http.Request) {
+// lockedProxy takes the server's lock and finds the path's proxy; when
+// there is none it answers Toxiproxy's 404 and lets the lock go.
+func (s *Server) lockedProxy(w http.ResponseWriter, r *http.Request) (*proxy, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	p, e := s.lookup(r)
 	if e != nil {
+		s.mu.Unlock()
 		writeError(w, e)
+		return nil, false
+	}
+	return p, true
+}
+
+func (s *Server) proxyShow(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.lockedProxy(w, r)
+	if !ok {
 		return
 	}
+	defer s.mu.Unlock()
 	writeJSON(w, http.StatusOK, p.json())
 }
 
@@ -324,13 +335,11 @@ func (s *Server) proxyUpdate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, e := s.lookup(r)
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.lockedProxy(w, r)
+	if !ok {
 		return
 	}
+	defer s.mu.Unlock()
 	in := struct {
 		Listen   string `json:"listen"`
 		Upstream string `json:"upstream"`
@@ -356,13 +365,11 @@ func (s *Server) proxyUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) proxyDelete(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, e := s.lookup(r)
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.lockedProxy(w, r)
+	if !ok {
 		return
 	}
+	defer s.mu.Unlock()
 	p.stop()
 	delete(s.proxies, p.name)
 	w.WriteHeader(http.StatusNoContent)
@@ -390,13 +397,11 @@ func (s *Server) reset(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) toxicIndex(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, e := s.lookup(r)
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.lockedProxy(w, r)
+	if !ok {
 		return
 	}
+	defer s.mu.Unlock()
 	writeJSON(w, http.StatusOK, p.toxicList())
 }
 
@@ -406,13 +411,11 @@ func (s *Server) toxicCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, e := s.lookup(r)
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.lockedProxy(w, r)
+	if !ok {
 		return
 	}
+	defer s.mu.Unlock()
 	t, e := decodeToxic(body, func(name string) bool { _, t := p.toxic(name); return t != nil })
 	if e != nil {
 		writeError(w, e)
@@ -428,13 +431,11 @@ func (s *Server) toxicCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) toxicShow(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, e := s.lookup(r)
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.lockedProxy(w, r)
+	if !ok {
 		return
 	}
+	defer s.mu.Unlock()
 	_, t := p.toxic(r.PathValue("toxic"))
 	if t == nil {
 		writeError(w, errToxicNotFound)
@@ -449,13 +450,11 @@ func (s *Server) toxicUpdate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, e := s.lookup(r)
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.lockedProxy(w, r)
+	if !ok {
 		return
 	}
+	defer s.mu.Unlock()
 	i, t := p.toxic(r.PathValue("toxic"))
 	if t == nil {
 		writeError(w, errToxicNotFound)
@@ -472,13 +471,11 @@ func (s *Server) toxicUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) toxicDelete(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, e := s.lookup(r)
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.lockedProxy(w, r)
+	if !ok {
 		return
 	}
+	defer s.mu.Unlock()
 	i, t := p.toxic(r.PathValue("toxic"))
 	if t == nil {
 		writeError(w, errToxicNotFound)
