@@ -275,25 +275,11 @@ func TestAdminTokensStayOnTheAdminSide(t *testing.T) {
 // `Connection: close, X-Internal` keeps X-Internal to itself.
 func TestConnectionNamedHeadersThroughTheBinary(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = http.ReadRequest(bufio.NewReader(c))
-				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close, X-Internal\r\nX-Internal: secret\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\nok")
-			}()
-		}
-	}()
-	cfg := serveConfig(t, t.TempDir(), 0, 0, "proxies:\n"+proxyYAML("zeta", "http://"+ln.Addr().String(), ""))
+	upAddr := tcpServer(t, func(c net.Conn) {
+		_, _ = http.ReadRequest(bufio.NewReader(c))
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close, X-Internal\r\nX-Internal: secret\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\nok")
+	})
+	cfg := serveConfig(t, t.TempDir(), 0, 0, "proxies:\n"+proxyYAML("zeta", "http://"+upAddr, ""))
 	_, addr := serveUp(t, cfg, nil)
 	r := mustGet(t, newClient(), "http://"+addr+"/x", nil)
 	if r.status != 200 || string(r.body) != "ok" || r.header.Get("X-Kept") != "yes" {

@@ -18,6 +18,12 @@ import (
 // behind, raw sockets in front.
 
 func tcpEcho(t *testing.T) string {
+	return tcpServer(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+}
+
+// tcpServer serves each connection with handle (closing it after) on a
+// free loopback port until the test ends.
+func tcpServer(t *testing.T, handle func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,7 +38,7 @@ func tcpEcho(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
