@@ -68,6 +68,23 @@ func tcpDial(t *testing.T, addr string) net.Conn {
 	return c
 }
 
+// dialReset connects to addr, sends send and reads to the end: the error
+// says how the connection ended (a reset may come before the dial has
+// returned).
+func dialReset(addr string, send []byte) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if send != nil {
+		_, _ = c.Write(send)
+	}
+	_, err = io.ReadAll(c)
+	return err
+}
+
 func echoBack(t *testing.T, c net.Conn, b []byte) {
 	t.Helper()
 	if _, err := c.Write(b); err != nil {
@@ -159,14 +176,7 @@ func TestTCPFaults(t *testing.T) {
 	t.Run("abort at request resets before relaying", func(t *testing.T) {
 		t.Parallel()
 		p, listen, _ := tcpDoppel(t, up, "    abort: {percentage: 1, at: request}\n")
-		c, err := net.Dial("tcp", listen)
-		if err == nil {
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			_, _ = c.Write([]byte("x"))
-			_, err = io.ReadAll(c)
-			c.Close()
-		}
-		if !errors.Is(err, syscall.ECONNRESET) {
+		if err := dialReset(listen, []byte("x")); !errors.Is(err, syscall.ECONNRESET) {
 			t.Errorf("got %v, want a reset", err)
 		}
 		if line := connectionLine(t, p); line["fault"] != "abort" || number(line["bytes_up"]) != 0 {
@@ -208,13 +218,7 @@ func TestTCPFaults(t *testing.T) {
 	t.Run("when.count fails only the first connection", func(t *testing.T) {
 		t.Parallel()
 		_, listen, admin := tcpDoppel(t, up, "    abort: {percentage: 1, at: request, when: {count: {first: 1}}}\n")
-		c, err := net.Dial("tcp", listen)
-		if err == nil {
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			_, err = io.ReadAll(c)
-			c.Close()
-		}
-		if !errors.Is(err, syscall.ECONNRESET) {
+		if err := dialReset(listen, nil); !errors.Is(err, syscall.ECONNRESET) {
 			t.Errorf("the first: %v, want a reset", err)
 		}
 		echoBack(t, tcpDial(t, listen), []byte("second"))
@@ -227,13 +231,7 @@ func TestTCPFaults(t *testing.T) {
 		if res, err := newClient().Do(req); err != nil || res.StatusCode != 204 {
 			t.Fatalf("reset: %v %v", res, err)
 		}
-		c, err = net.Dial("tcp", listen)
-		if err == nil {
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			_, err = io.ReadAll(c)
-			c.Close()
-		}
-		if !errors.Is(err, syscall.ECONNRESET) {
+		if err := dialReset(listen, nil); !errors.Is(err, syscall.ECONNRESET) {
 			t.Errorf("after the reset, the first connection again: %v, want a reset", err)
 		}
 	})
@@ -310,13 +308,7 @@ func TestTCPBadInput(t *testing.T) {
 		addr := gone.Addr().String()
 		gone.Close()
 		p, listen, _ := tcpDoppel(t, addr, "")
-		c, err := net.Dial("tcp", listen)
-		if err == nil {
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			_, err = io.ReadAll(c)
-			c.Close()
-		}
-		if !errors.Is(err, syscall.ECONNRESET) {
+		if err := dialReset(listen, nil); !errors.Is(err, syscall.ECONNRESET) {
 			t.Errorf("the client: %v, want a reset", err)
 		}
 		if line := connectionLine(t, p); !strings.Contains(fmt.Sprint(line["error"]), "cannot be reached") {
