@@ -151,6 +151,16 @@ func TestSessionsChooseTheirOwnFaults(t *testing.T) {
 		}
 	}
 
+	// An overlay is checked whole: a refused value, a rule beside it and an
+	// unknown proxy with its own mistake, in one answer.
+	whole := create(`{"proxies": {"shop": {"loss": {"percentage": 45, "status": 503}, "latency": {"percentage": 1, "min": 2, "max": 1}},
+		"nobody": {"latency": {"percentage": 1, "min": 3, "max": 1}}}}`)
+	for _, want := range []string{"proxies.shop.loss.percentage", "proxies.shop.latency.min", "proxies.nobody", "proxies.nobody.latency.min"} {
+		if whole.status != 400 || !strings.Contains(string(whole.body), want+": ") {
+			t.Errorf("a session with four mistakes: %d %s, want a violation at %s", whole.status, whole.body, want)
+		}
+	}
+
 	// A session ends by itself at its expiry, with no request needed:
 	// the list no longer shows it.
 	deadline := time.Now().Add(4 * time.Second)

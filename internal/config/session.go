@@ -130,49 +130,25 @@ func (o *SessionProxy) Over(base *Proxy) *Proxy {
 // ParseSession reads a session's body against the proxies of doc: every
 // value is checked, every proxy named must exist, and each overlay obeys
 // the rules of a proxy's own fields and mocks, paths under
-// proxies.<name>.
+// proxies.<name>. Like a document, the body is checked whole: a refused
+// value does not hide the rules on what did parse, and an unknown proxy
+// does not hide what is wrong in its overlay.
 func ParseSession(src []byte, doc *Document) (*Session, error) {
 	root, err := parseRoot(src)
 	if err != nil {
 		return nil, err
 	}
+	rules := func(s *Session) []Violation { return sessionRules(s, doc) }
 	if vs := check(root, reflect.TypeFor[Session]()); len(vs) > 0 {
+		vs = append(vs, onWhatParsed(root, vs, rules)...)
 		return nil, &Invalid{Violations: vs}
 	}
 	var s Session
 	if err := yaml.NodeToValue(root, &s, yaml.DisallowUnknownField()); err != nil {
 		return nil, invalid(decodeViolation(err, root))
 	}
-	var vs []Violation
-	for _, name := range slices.Sorted(maps.Keys(s.Proxies)) {
-		at := "proxies." + string(name)
-		base := doc.Proxy(string(name))
-		if base == nil {
-			vs = append(vs, Violation{Path: at, Message: fmt.Sprintf("no proxy is named %s; a session lays mocks and faults over proxies that exist", quote(string(name)))})
-			continue
-		}
-		if base.Type == KindTCP {
-			vs = append(vs, Violation{Path: at, Message: fmt.Sprintf("%s is a tcp proxy: a session applies to the HTTP requests that carry its id, and a connection carries none", quote(string(name)))})
-			continue
-		}
-		o := s.Proxies[name]
-		for i := range o.Mocks {
-			if m := &o.Mocks[i]; m.Proxy != nil && *m.Proxy == (MockOverride{}) {
-				m.Proxy = nil
-			}
-		}
-		// The overlay's own mocks and faults, under the proxy's rules; its
-		// mocks' indices are the session's.
-		own := *base
-		own.Mocks = o.Mocks
-		own.setFaults(o.Faults())
-		vs = append(vs, validateProxy(at, own)...)
-		s.Proxies[name] = o
-	}
-	if len(s.Proxies) == 0 {
-		vs = append(vs, Violation{Path: "proxies", Message: "a session names at least one proxy"})
-	}
-	if len(vs) > 0 {
+	s.Normalize()
+	if vs := rules(&s); len(vs) > 0 {
 		for i := range vs {
 			vs[i].Line = lineOfPath(root, vs[i].Path)
 		}
@@ -183,4 +159,52 @@ func ParseSession(src []byte, doc *Document) (*Session, error) {
 		s.TTL = &ttl
 	}
 	return &s, nil
+}
+
+// Normalize drops a mock's empty proxy block, as a document's proxy does.
+func (s *Session) Normalize() {
+	for name, o := range s.Proxies {
+		for i := range o.Mocks {
+			if m := &o.Mocks[i]; m.Proxy != nil && *m.Proxy == (MockOverride{}) {
+				m.Proxy = nil
+			}
+		}
+		s.Proxies[name] = o
+	}
+}
+
+// sessionRules are the rules a session obeys over the proxies of doc.
+func sessionRules(s *Session, doc *Document) []Violation {
+	var vs []Violation
+	for _, name := range slices.Sorted(maps.Keys(s.Proxies)) {
+		at := "proxies." + string(name)
+		base := doc.Proxy(string(name))
+		switch {
+		case base == nil:
+			vs = append(vs, Violation{Path: at, Message: fmt.Sprintf("no proxy is named %s; a session lays mocks and faults over proxies that exist", quote(string(name)))})
+			// Its overlay is checked all the same, over a bare proxy, so
+			// that fixing the name brings no second round.
+			base = &Proxy{Name: name}
+		case base.Type == KindTCP:
+			vs = append(vs, Violation{Path: at, Message: fmt.Sprintf("%s is a tcp proxy: a session applies to the HTTP requests that carry its id, and a connection carries none", quote(string(name)))})
+			continue
+		}
+		vs = append(vs, validateOverlay(at, *base, s.Proxies[name])...)
+	}
+	if len(s.Proxies) == 0 {
+		vs = append(vs, Violation{Path: "proxies", Message: "a session names at least one proxy"})
+	}
+	return vs
+}
+
+// validateOverlay holds an overlay's own mocks and faults to the proxy's
+// rules (the base is valid already); its mocks' indices are the session's.
+func validateOverlay(at string, base Proxy, o SessionProxy) []Violation {
+	own := base
+	own.Mocks = o.Mocks
+	own.setFaults(o.Faults())
+	vs := validateFaults("", at, own.Latency)
+	vs = append(vs, validateAbort(at, own.Abort)...)
+	vs = append(vs, validateWhens(at, own.Faults())...)
+	return append(vs, validateMocks(at, own)...)
 }
