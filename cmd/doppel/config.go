@@ -12,6 +12,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/control"
 	"github.com/doppelproxy/doppel/internal/store"
+	"github.com/doppelproxy/doppel/internal/store/file"
 	"github.com/spf13/cobra"
 )
 
@@ -32,28 +33,38 @@ func newConfigCmd() *cobra.Command {
 
 func newValidateCmd() *cobra.Command {
 	var flags storeFlags
+	var strict bool
 	cmd := &cobra.Command{
 		Use: "validate",
 		Example: `  doppel config validate --config main.yaml
+  doppel config validate --strict --config main.yaml
   doppel config validate --store postgres --database-url "$DOPPEL_DATABASE_URL"`,
 		Short: "Check a configuration and list every violation, one per line with its path",
 		Long: `Check a configuration and list every violation, one per line with its path.
 
-Prints "configuration is valid" and exits 0 when there is nothing to report;
-otherwise prints each violation on stdout and exits 1. What stopped it from
-looking (an unreadable file) goes to stderr. It reads the document and
-nothing else.`,
+Prints "configuration is valid" and exits 0 when there is nothing to refuse;
+otherwise prints each violation on stdout and exits 1. Advisories, what is
+legal but worth knowing (a template variable nothing binds, a template file
+not uploaded yet, an access override that leaves admin out), come first,
+each as "advisory: <path>: <text>", and do not change the exit code unless
+--strict makes them violations. What stopped it from looking (an
+unreadable file) goes to stderr. It reads the document and the template
+files it names, and writes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := flags.options(cmd)
 			if err != nil {
 				return err
 			}
-			src, err := readDocument(opts)
+			src, st, err := readStored(opts)
 			if err != nil {
 				return err
 			}
-			if _, err := config.Load(src); err != nil {
+			if st != nil {
+				defer st.Close()
+			}
+			doc, err := config.Load(src)
+			if err != nil {
 				var inv *config.Invalid
 				if !errors.As(err, &inv) {
 					return failed("%v", err)
@@ -63,11 +74,50 @@ nothing else.`,
 				}
 				return rejected
 			}
-			return write(cmd, "configuration is valid\n")
+			if st == nil {
+				if st, err = file.Open(opts.ConfigPath, string(doc.Templates.Dir)); err != nil {
+					return failed("%v", err)
+				}
+			}
+			advisories := store.Advisories(context.Background(), st, doc)
+			if strict && len(advisories) > 0 {
+				if err := write(cmd, strings.Join(advisoryLines(advisories, ""), "\n")+"\n"); err != nil {
+					return err
+				}
+				return rejected
+			}
+			out := ""
+			for _, line := range advisoryLines(advisories, "advisory: ") {
+				out += line + "\n"
+			}
+			return write(cmd, out+"configuration is valid\n")
 		},
 	}
 	flags.register(cmd)
+	cmd.Flags().BoolVar(&strict, "strict", false, "refuse advisories as violations (exit 1)")
 	return cmd
+}
+
+// readStored reads the stored document's bytes, from the file or the
+// database the store flags name; the database stays open, as the store
+// of its template files, for the caller to close.
+func readStored(opts store.Options) ([]byte, store.Store, error) {
+	if opts.Kind != store.KindPostgres {
+		src, err := readDocument(opts)
+		return src, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := openDatabase(ctx, opts.DatabaseURL, opts.ConfigName)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := db.Source(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, failed("%v", err)
+	}
+	return src, db, nil
 }
 
 // readDocument reads the stored document's bytes, from the file or the

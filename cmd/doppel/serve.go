@@ -47,6 +47,7 @@ type serveFlags struct {
 	socket    string
 	seed      string
 	watch     bool
+	strict    bool
 }
 
 func newServeCmd(stdout io.Writer) *cobra.Command {
@@ -75,6 +76,7 @@ once. A configuration with violations is refused with every one listed.`,
 	fs.StringVar(&f.socket, "socket", "", "the control socket instead of control.socket")
 	fs.StringVar(&f.seed, "seed", "", "make every fault roll a function of this seed, the request's X-Request-ID and the attempt: a retry with the same id is rolled anew (env "+envSeed+")")
 	fs.BoolVar(&f.watch, "watch", false, "with the file store, reload by itself when the document changes")
+	fs.BoolVar(&f.strict, "strict", false, "refuse a configuration with advisories, at start and on every reload and write, as if they were violations")
 	return cmd
 }
 
@@ -149,15 +151,15 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	}
 	defer logger.Flush()
 	defer reporter.Flush()
-	envTokens, err := startupChecks(doc, logger)
-	if err != nil {
-		return err
-	}
 	st, err := openStore(opts, doc, pg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	envTokens, err := startupChecks(doc, st, f.strict, logger)
+	if err != nil {
+		return err
+	}
 	// Signals are ours before anyone can see the listener: a SIGTERM sent
 	// the moment the startup line appears is a graceful shutdown.
 	signals := make(chan os.Signal, 2)
@@ -174,12 +176,22 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		ExternalURL:   strings.TrimSpace(os.Getenv(envExternalURL)),
 		ConfigPath:    configPathOf(opts),
 		StateHome:     stateHome(),
+		Strict:        f.strict,
 		EnvTokens:     envTokens,
 		Log:           logger,
 		Reporter:      reporter,
 	})
 	if err != nil {
 		return failed("%v", err)
+	}
+	// Listening, not yet serving: a database's template files are written
+	// out now, so that a start that fails leaves no directory behind and
+	// no request is answered before they are there.
+	if pg != nil {
+		if err := pg.Materialize(context.Background()); err != nil {
+			_ = inst.Shutdown(context.Background())
+			return failed("cannot write the template files into %s: %v", doc.Templates.Dir, err)
+		}
 	}
 	rt := inst.Runtime.Load()
 	logger.Info("doppel is serving", "version", version.Version, "proxy_addr", inst.ProxyAddr().String(),
@@ -271,10 +283,14 @@ func startTelemetry(doc *config.Document, stdout io.Writer) (*telemetry.Logger, 
 	return logger, reporter, nil
 }
 
-// startupChecks logs the advisories and reads the environment's tokens,
-// warning of those that shadow stored ones.
-func startupChecks(doc *config.Document, logger *telemetry.Logger) ([]admin.Token, error) {
-	for _, a := range config.Advisories(doc) {
+// startupChecks logs the advisories (refusing them with strict) and reads
+// the environment's tokens, warning of those that shadow stored ones.
+func startupChecks(doc *config.Document, st store.Store, strict bool, logger *telemetry.Logger) ([]admin.Token, error) {
+	advisories := store.Advisories(context.Background(), st, doc)
+	if strict && len(advisories) > 0 {
+		return nil, failed("the configuration is invalid (--strict refuses its advisories):\n%s", strings.Join(advisoryLines(advisories, ""), "\n"))
+	}
+	for _, a := range advisories {
 		logger.Warn(a.Message, "path", a.Path)
 	}
 	envTokens, err := admin.ParseEnvTokens(os.Getenv(admin.EnvTokens))
@@ -291,15 +307,20 @@ func startupChecks(doc *config.Document, logger *telemetry.Logger) ([]admin.Toke
 	return envTokens, nil
 }
 
-// openStore creates the template directory and opens the store the
-// document came from (pg, when it is the database, already open), for the
-// changes to come. A database's template files are written out before
-// anything serves.
+// advisoryLines are advisories one a line, each after prefix.
+func advisoryLines(as []config.Advisory, prefix string) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = prefix + a.String()
+	}
+	return out
+}
+
+// openStore opens the store the document came from (pg, when it is the
+// database, already open), for the changes to come. It creates nothing:
+// templates.dir is made by the first template file written into it.
 func openStore(opts store.Options, doc *config.Document, pg *postgres.Store) (store.Store, error) {
 	dir := string(doc.Templates.Dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, failed("cannot create the template directory: %v", err)
-	}
 	if pg == nil {
 		st, err := file.Open(opts.ConfigPath, dir)
 		if err != nil {
@@ -308,9 +329,6 @@ func openStore(opts store.Options, doc *config.Document, pg *postgres.Store) (st
 		return st, nil
 	}
 	pg.SetTemplates(dir)
-	if err := pg.Materialize(context.Background()); err != nil {
-		return nil, failed("cannot write the template files: %v", err)
-	}
 	return pg, nil
 }
 

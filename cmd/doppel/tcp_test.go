@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -315,4 +316,37 @@ func TestTCPBadInput(t *testing.T) {
 			t.Errorf("the line: %v", line)
 		}
 	})
+}
+
+// TestATakenTCPAddressRefusesTheReload: a reload whose document names a tcp
+// listen address another process holds is refused like an invalid
+// document: nothing of it is in force, and the answer names the address.
+func TestATakenTCPAddressRefusesTheReload(t *testing.T) {
+	t.Parallel()
+	up := tcpEcho(t)
+	dir := t.TempDir()
+	listen := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+	db := fmt.Sprintf("proxies:\n  - name: db\n    type: tcp\n    listen: %s\n    upstream: %s\n", listen, up)
+	cfg := serveConfig(t, dir, 0, 0, db)
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	p, _ := serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
+	admin := adminAddrOf(t, p)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	more := fmt.Sprintf("  - name: cache\n    type: tcp\n    listen: %s\n    upstream: %s\n  - name: web\n    type: http\n    url: http://127.0.0.1:9\n", taken.Addr(), up)
+	if err := os.WriteFile(cfg, []byte(readFile(t, cfg)+more), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := doppel(t, invocation{args: []string{"config", "reload", "--config", cfg}})
+	if out := r.stdout + r.stderr; r.code != 1 || !strings.Contains(out, "reload rejected: CONFIG_INVALID") ||
+		!strings.Contains(out, "proxies[1].listen: "+taken.Addr().String()+" cannot be listened on") || !strings.Contains(out, "in use") {
+		t.Errorf("reload: exit %d\n%s", r.code, out)
+	}
+	if l := mustGet(t, newClient(), "http://"+admin+"/api/v1/proxies", nil); strings.Contains(string(l.body), `"web"`) || strings.Contains(string(l.body), `"cache"`) {
+		t.Errorf("the refused reload is in force: %s", l.body)
+	}
+	echoBack(t, tcpDial(t, listen), []byte("db still relays"))
 }

@@ -27,6 +27,7 @@ type Controller struct {
 	store  store.Store
 	log    *telemetry.Logger
 	onSwap []func(old, next *runtime.Runtime)
+	checks []func(ctx context.Context, next *config.Document) []config.Violation
 }
 
 // New makes the controller of holder over st; log receives what goes
@@ -49,6 +50,29 @@ func (c *Controller) OnSwap(fn func(old, next *runtime.Runtime)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.onSwap = append(c.onSwap, fn)
+}
+
+// Check adds a rule that a configuration must pass to be put in force
+// besides the document's own: what only the running process can tell (a
+// tcp listen address another process holds), or serve --strict's
+// advisories. A reload or a write that breaks one changes nothing and
+// fails with *config.Invalid. It runs under the controller's lock.
+func (c *Controller) Check(fn func(ctx context.Context, next *config.Document) []config.Violation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checks = append(c.checks, fn)
+}
+
+// checked runs the rules Check added; the caller holds the lock.
+func (c *Controller) checked(ctx context.Context, doc *config.Document) error {
+	var vs []config.Violation
+	for _, fn := range c.checks {
+		vs = append(vs, fn(ctx, doc)...)
+	}
+	if len(vs) > 0 {
+		return &config.Invalid{Violations: vs}
+	}
+	return nil
 }
 
 // swap puts rt in force; the caller holds the lock. What the proxies
@@ -80,6 +104,9 @@ func (c *Controller) Reload(ctx context.Context) (*Reloaded, error) {
 	defer c.mu.Unlock()
 	snap, err := c.store.Load(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.checked(ctx, snap.Document); err != nil {
 		return nil, err
 	}
 	rt, err := runtime.Compile(snap.Document)
@@ -193,6 +220,9 @@ func (c *Controller) Write(ctx context.Context, edit func(doc *config.Document) 
 		doc.Normalize()
 		if vs := config.Validate(doc); len(vs) > 0 {
 			return nil, &config.Invalid{Violations: vs}
+		}
+		if err := c.checked(ctx, doc); err != nil {
+			return nil, err
 		}
 		if _, err := c.store.Save(ctx, doc, snap.Revision); err != nil {
 			if errors.Is(err, store.ErrRevisionMismatch) {

@@ -2,14 +2,24 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/doppelproxy/doppel/internal/jinja"
 )
 
-// An Advisory is something legal but worth saying once at startup.
+// An Advisory is something legal but worth saying: serve logs it at warn,
+// config validate prints it, and --strict refuses it as a violation.
 type Advisory struct {
+	Rule    string // "V22" for a variable nothing binds; "" for the rest
 	Path    string
 	Message string
+}
+
+// Violation is the advisory as --strict refuses it.
+func (a Advisory) Violation() Violation {
+	return Violation{Rule: a.Rule, Path: a.Path, Message: a.Message}
 }
 
 func (a Advisory) String() string {
@@ -26,12 +36,16 @@ var SystemVariables = []string{
 	"method", "path", "host", "peer_ip", "real_ip",
 }
 
-// Advisories lists what serve logs once at startup about a valid document.
-// Computing them is pure; logging them is the caller's job.
+// Advisories lists what serve logs at startup about a valid document.
+// Computing them is pure; logging them is the caller's job. Template files
+// are the caller's to look for (MissingTemplates).
 func Advisories(d *Document) []Advisory {
 	var as []Advisory
 	add := func(path, format string, args ...any) {
 		as = append(as, Advisory{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	if e := d.Server.ExternalURL; e != nil && e.IsTemplate() {
+		as = append(as, unbound("server.external_url", e.String(), SystemVariables)...)
 	}
 	if d.Server.Port != 0 && d.Server.Port < 1024 {
 		add("server.port", "port %d is below 1024; binding it usually needs elevated privilege", d.Server.Port)
@@ -68,6 +82,14 @@ func Advisories(d *Document) []Advisory {
 				strings.Join(ignored, ", "), verb)
 		}
 	}
+	if !a.IsPublic() {
+		as = append(as, lockedOut("admin.access", a.Access.Actions(), "the whole admin API")...)
+		for i, p := range d.Proxies {
+			if p.Access != nil {
+				as = append(as, lockedOut(fmt.Sprintf("proxies[%d].access", i), p.Access.Actions(), "this proxy and its journal entries")...)
+			}
+		}
+	}
 	for i, p := range d.Proxies {
 		at := fmt.Sprintf("proxies[%d]", i)
 		if p.URL != nil && p.URL.HasCredentials() {
@@ -83,6 +105,7 @@ func Advisories(d *Document) []Advisory {
 		}
 		for j, m := range p.Mocks {
 			mat := fmt.Sprintf("%s.mocks[%d]", at, j)
+			as = append(as, templateAdvisories(mat, m)...)
 			if msg := informationalAdvice(m.Response.Status, false); msg != "" {
 				add(mat+".response.status", "%s", msg)
 			}
@@ -141,4 +164,84 @@ func accessIsDefault(a *Access) bool {
 		}
 	}
 	return true
+}
+
+// lockedOut says of each action an override gives to a list without admin
+// that the admin tokens lose it (SPEC §9.2: an override replaces the
+// default, it does not add to it).
+func lockedOut(at string, actions []Action, what string) []Advisory {
+	var as []Advisory
+	for _, act := range actions {
+		if act.Subjects == nil || act.Subjects.Public || slices.Contains(act.Subjects.Names, GroupAdmin) {
+			continue
+		}
+		names := make([]string, len(act.Subjects.Names))
+		for i, n := range act.Subjects.Names {
+			names[i] = string(n)
+		}
+		as = append(as, Advisory{Path: at + "." + act.Name, Message: fmt.Sprintf(
+			"[%s] replaces the default [admin]: admin tokens are refused %s on %s (403) unless they are named here; write [%s, admin] to keep them",
+			strings.Join(names, ", "), act.Name, what, strings.Join(names, ", "))})
+	}
+	return as
+}
+
+// templateAdvisories are V22 for one mock's inline templates: a variable
+// that nothing binds fails every answer at request time with 500
+// TEMPLATE_RENDER_ERROR (as in Doppel 1.1, which loads such a mock).
+func templateAdvisories(mat string, m Mock) []Advisory {
+	vars := mockVariables(m)
+	r := m.Response
+	var as []Advisory
+	for _, t := range []struct {
+		key string
+		src *Template
+	}{{"body", r.Body}, {"json", r.JSON}} {
+		if t.src != nil {
+			as = append(as, unbound(mat+".response."+t.key, string(*t.src), vars)...)
+		}
+	}
+	for _, h := range slices.Sorted(maps.Keys(r.Headers)) {
+		as = append(as, unbound(mat+".response.headers."+string(h), string(r.Headers[h]), vars)...)
+	}
+	return as
+}
+
+// unbound is V22 for one template: each variable it reads that none of
+// vars binds. A template that does not parse is V21's to say.
+func unbound(path, src string, vars []string) []Advisory {
+	tpl, err := jinja.Compile(src)
+	if err != nil {
+		return nil
+	}
+	var as []Advisory
+	for _, u := range tpl.Unbound(func(n string) bool { return slices.Contains(vars, n) }) {
+		as = append(as, Advisory{Rule: "V22", Path: path, Message: fmt.Sprintf(
+			"the template reads %s (line %d, column %d), which nothing binds, so every answer fails with 500 TEMPLATE_RENDER_ERROR; "+
+				"the variables here are %s; write {{ %s | default('') }} if it may be missing",
+			quote(u.Name), u.Line, u.Column, strings.Join(vars, ", "), u.Name)})
+	}
+	return as
+}
+
+// MissingTemplates are the mocks whose template file has names that has
+// does not find (has reports whether proxy's file exists, in templates.dir
+// or the database's templates). The mock loads, as in Doppel 1.1: the
+// file may be uploaded later; until then the mock answers 500.
+func MissingTemplates(d *Document, has func(proxy, file string) bool) []Advisory {
+	var as []Advisory
+	for i, p := range d.Proxies {
+		for j, m := range p.Mocks {
+			if m.Response.Template == nil {
+				continue
+			}
+			file := string(*m.Response.Template)
+			if !has(string(p.Name), file) {
+				as = append(as, Advisory{Path: fmt.Sprintf("proxies[%d].mocks[%d].response.template", i, j), Message: fmt.Sprintf(
+					"the template file %s/%s is not in templates.dir (%s): the mock answers 500 TEMPLATE_NOT_FOUND until it is uploaded (PUT /api/v1/proxies/%s/templates/%s) or written there",
+					p.Name, file, d.Templates.Dir, p.Name, file)})
+			}
+		}
+	}
+	return as
 }

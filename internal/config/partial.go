@@ -109,8 +109,8 @@ func restsOnFailure(v Violation, failed []string) bool {
 				return true
 			}
 		}
-		// V19 and V22 read the variables their mock's request declares.
-		if m := mockOf(v.Path); (v.Rule == "V19" || v.Rule == "V22") && m != "" && strings.HasPrefix(f, m+".request") {
+		// V19 reads the variables its mock's request declares.
+		if m := mockOf(v.Path); v.Rule == "V19" && m != "" && strings.HasPrefix(f, m+".request") {
 			return true
 		}
 	}

@@ -24,7 +24,7 @@ func Validate(d *Document) []Violation {
 		add("V1", "admin.port", "must differ from server.port (both are %d)", d.Admin.Port)
 	}
 	if e := d.Server.ExternalURL; e != nil && e.IsTemplate() {
-		vs = append(vs, checkTemplate("server.external_url", e.String(), SystemVariables)...)
+		vs = append(vs, checkTemplate("server.external_url", e.String())...)
 	}
 	vs = append(vs, validateTLS(d.Server.TLS)...)
 	vs = append(vs, validateToxiproxy(d)...)
@@ -124,10 +124,9 @@ func validateMocks(at string, p Proxy) []Violation {
 		if (r.Status == 204 || r.Status == 304) && len(bodies) > 0 {
 			add("V30", mat+".response", "status %d forbids a body, but %s is set", r.Status, bodies[0])
 		}
-		// V21: every inline template parses. V22: and reads no variable
-		// that nothing can bind.
-		vars := mockVariables(m)
-		check := func(path, src string) { vs = append(vs, checkTemplate(path, src, vars)...) }
+		// V21: every inline template parses. What it reads that nothing
+		// binds is V22, an advisory (templateAdvisories).
+		check := func(path, src string) { vs = append(vs, checkTemplate(path, src)...) }
 		for _, t := range []struct {
 			key string
 			src *Template
@@ -149,21 +148,12 @@ func validateMocks(at string, p Proxy) []Violation {
 	return vs
 }
 
-// checkTemplate is V21 (the template parses) and V22 (it reads no
-// variable that nothing can bind: vars are those that can be).
-func checkTemplate(path, src string, vars []string) []Violation {
-	tpl, err := jinja.Compile(src)
-	if err != nil {
+// checkTemplate is V21: the template parses.
+func checkTemplate(path, src string) []Violation {
+	if _, err := jinja.Compile(src); err != nil {
 		return []Violation{{Rule: "V21", Path: path, Message: fmt.Sprintf("the template does not parse: %v", err)}}
 	}
-	var vs []Violation
-	for _, u := range tpl.Unbound(func(n string) bool { return slices.Contains(vars, n) }) {
-		vs = append(vs, Violation{Rule: "V22", Path: path, Message: fmt.Sprintf(
-			"the template reads %s (line %d, column %d), which nothing binds, so every answer fails; "+
-				"the variables here are %s; write {{ %s | default('') }} if it may be missing",
-			quote(u.Name), u.Line, u.Column, strings.Join(vars, ", "), u.Name)})
-	}
-	return vs
+	return nil
 }
 
 // mockVariables are the names a mock's templates can read: its capture

@@ -54,10 +54,6 @@ func TestRules(t *testing.T) {
 		{"V21", "json template parses",
 			mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, json: '{% if %}{}'}"), "proxies[0].mocks[0].response.json", "does not parse",
 			mockDoc("name: mm\nrequest: {method: GET, url: x, query: {a: .a}}\nresponse: {status: 200, json: '{% if a %}{}{% endif %}'}")},
-		{"V22", "templates read only what can be bound",
-			mockDoc("name: mm\nrequest: {method: GET, url: '(?P<id>x)', headers: {who: X-User}}\nresponse: {status: 200, json: '{\"id\": {{ idd }}}'}"),
-			"proxies[0].mocks[0].response.json", "the template reads `idd` (line 1, column 11), which nothing binds, so every answer fails; the variables here are doppel_version, host, id, method, mock_name, path, peer_ip, proxy_name, real_ip, request_id, who; write {{ idd | default('') }} if it may be missing",
-			mockDoc("name: mm\nrequest: {method: GET, url: '(?P<id>x)', headers: {who: X-User}}\nresponse: {status: 200, json: '{\"id\": {{ id }}, \"who\": {{ who | default(\"\") | tojson }}, \"n\": {{ n | default(0) }}}', headers: {X-Path: '{{ path }}'}}")},
 		{"V21", "header template parses",
 			mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, headers: {X-Id: '{{ }}'}}"), "proxies[0].mocks[0].response.headers.X-Id", "does not parse",
 			mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, headers: {X-Id: '{{ request_id }}'}}")},
@@ -264,5 +260,66 @@ func TestAdvisoriesInformationalStatus(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("got %d advisories, want %d (none for 200 or 503): %v", len(got), len(want), got)
+	}
+}
+
+// TestV22IsAnAdvisory: a template reading a variable nothing binds loads,
+// as in Doppel 1.1, and is said with the variables there are and the fix.
+func TestV22IsAnAdvisory(t *testing.T) {
+	d := mustLoad(t, mockDoc("name: mm\nrequest: {method: GET, url: '(?P<id>x)', headers: {who: X-User}}\nresponse: {status: 200, json: '{\"id\": {{ idd }}}', headers: {X-Who: '{{ whom }}'}}"))
+	var got []string
+	for _, a := range Advisories(d) {
+		if a.Rule == "V22" {
+			got = append(got, a.String())
+		}
+	}
+	want := []string{
+		"proxies[0].mocks[0].response.json: the template reads `idd` (line 1, column 11), which nothing binds, so every answer fails with 500 TEMPLATE_RENDER_ERROR; the variables here are doppel_version, host, id, method, mock_name, path, peer_ip, proxy_name, real_ip, request_id, who; write {{ idd | default('') }} if it may be missing",
+		"proxies[0].mocks[0].response.headers.X-Who: the template reads `whom` (line 1, column 4)",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("V22 advisories:\n%s\nwant %d", strings.Join(got, "\n"), len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("advisory %d = %q\nwant it to start %q", i, got[i], want[i])
+		}
+	}
+	fine := mustLoad(t, mockDoc("name: mm\nrequest: {method: GET, url: '(?P<id>x)', headers: {who: X-User}}\nresponse: {status: 200, json: '{\"id\": {{ id }}, \"who\": {{ who | default(\"\") | tojson }}, \"n\": {{ n | default(0) }}}', headers: {X-Path: '{{ path }}'}}"))
+	if as := Advisories(fine); len(as) != 0 {
+		t.Errorf("a template reading only what is bound: %v", as)
+	}
+}
+
+// TestAnAccessOverrideWithoutAdminIsSaid: an override replaces the
+// default, so one that leaves admin out locks the admin tokens out.
+func TestAnAccessOverrideWithoutAdminIsSaid(t *testing.T) {
+	d := mustLoad(t, adminWith("tokens: [{name: rd, group: reader, token: "+tokenA+"}]\naccess: {list: [reader, admin]}\n")+
+		"proxies:\n  - name: zeta\n    type: http\n    url: http://127.0.0.1:9000\n    access: {read: [reader], update: [admin, reader]}\n")
+	var got []string
+	for _, a := range Advisories(d) {
+		got = append(got, a.String())
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "proxies[0].access.read: [reader] replaces the default [admin]: admin tokens are refused read on this proxy and its journal entries (403)") ||
+		!strings.Contains(got[0], "write [reader, admin]") {
+		t.Fatalf("advisories: %q", got)
+	}
+	whole := mustLoad(t, adminWith("tokens: [{name: rd, group: reader, token: "+tokenA+"}]\naccess: {update: [reader]}\n"))
+	if as := Advisories(whole); len(as) != 1 || as[0].Path != "admin.access.update" || !strings.Contains(as[0].Message, "the whole admin API") {
+		t.Fatalf("admin.access without admin: %v", as)
+	}
+}
+
+// TestMissingTemplates: a template file that is not there is an advisory,
+// not a refusal (it may be uploaded later).
+func TestMissingTemplates(t *testing.T) {
+	d := mustLoad(t, mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: page.j2}")+"")
+	var asked []string
+	as := MissingTemplates(d, func(proxy, file string) bool { asked = append(asked, proxy+"/"+file); return false })
+	if len(as) != 1 || as[0].Path != "proxies[0].mocks[0].response.template" || !strings.Contains(as[0].Message, "zeta/page.j2 is not in templates.dir") {
+		t.Fatalf("advisories %v (asked %v)", as, asked)
+	}
+	if as := MissingTemplates(d, func(string, string) bool { return true }); len(as) != 0 {
+		t.Fatalf("a file that is there: %v", as)
 	}
 }

@@ -63,6 +63,9 @@ type Options struct {
 	// configuration file ($XDG_STATE_HOME/doppel, else
 	// ~/.local/state/doppel); read by the caller, not here.
 	StateHome string
+	// Strict refuses a configuration with advisories (serve --strict): at
+	// start it is the caller's to check; here, every reload and write.
+	Strict bool
 	// EnvTokens are admin tokens from outside the document.
 	EnvTokens []admin.Token
 	Log       *telemetry.Logger
@@ -108,6 +111,7 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 	}()
 	i.Runtime = runtime.NewHolder(rt)
 	i.Control = change.New(i.Runtime, o.Store, o.Log)
+	watchAdvisories(i.Control, o)
 	metrics := newMetrics(doc, i.Control)
 	jr := newJournal(i.Control)
 	sessions, stopSessions := newSessions(i.Control, o.Log, o.Postgres)
@@ -151,6 +155,37 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		i.stops = append(i.stops, func() { _ = i.admin.ln.Close() })
 	}
 	return i, nil
+}
+
+// watchAdvisories says what a change brings that is legal but worth saying
+// (each advisory once, when it first appears), and with Strict refuses a
+// change that has any. A template file not uploaded yet is refused only at
+// start: a mock must name its file before the file can be uploaded.
+func watchAdvisories(ctl *change.Controller, o Options) {
+	if o.Strict {
+		ctl.Check(func(_ context.Context, next *config.Document) []config.Violation {
+			var vs []config.Violation
+			for _, a := range config.Advisories(next) {
+				vs = append(vs, a.Violation())
+			}
+			return vs
+		})
+		return
+	}
+	ctl.OnSwap(func(old, next *runtime.Runtime) {
+		if old == nil {
+			return
+		}
+		said := map[string]bool{}
+		for _, a := range config.Advisories(old.Document) {
+			said[a.String()] = true
+		}
+		for _, a := range config.Advisories(next.Document) {
+			if !said[a.String()] {
+				o.Log.Warn(a.Message, "path", a.Path, "revision", string(next.Revision))
+			}
+		}
+	})
 }
 
 // ProxyAddr is the proxy listener's bound address.

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -34,6 +35,22 @@ func startTCP(doc *config.Document, o Options, ctl *change.Controller, jr *journ
 		f.Close()
 		return nil, err
 	}
+	// A change naming an address another process holds is refused whole,
+	// like an invalid document: stored or swapped in, it would not be in
+	// force.
+	ctl.Check(func(_ context.Context, next *config.Document) []config.Violation {
+		var vs []config.Violation
+		for i, p := range next.Proxies {
+			if p.Type != config.KindTCP || p.Listen == nil {
+				continue
+			}
+			if err := f.CanListen(p.Listen.String()); err != nil {
+				vs = append(vs, config.Violation{Path: fmt.Sprintf("proxies[%d].listen", i),
+					Message: fmt.Sprintf("%s cannot be listened on: %v", p.Listen, err)})
+			}
+		}
+		return vs
+	})
 	ctl.OnSwap(func(_, next *runtime.Runtime) {
 		if err := f.Apply(next.Document); err != nil {
 			o.Log.Error("a tcp proxy of the configuration in force is not listening: "+err.Error(), "revision", string(next.Revision))

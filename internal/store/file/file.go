@@ -4,9 +4,9 @@
 // A write goes to a temporary file in the same directory, then replaces
 // the document with rename, so a reader sees the old document or the new
 // one, never half of either. Writers, in this process or another, are
-// serialised by an advisory lock (flock) on a sibling <config>.lock. A
-// temporary file a crash left behind is removed the next time the store is
-// opened.
+// serialised by an advisory lock (flock) on a sibling <config>.lock, made
+// by the first write. A temporary file a crash left behind is removed the
+// next time the store is opened.
 package file
 
 import (
@@ -56,19 +56,26 @@ func (s *Store) recall(src []byte) (config.Revision, bool) {
 var _ store.Store = (*Store)(nil)
 
 // Open opens the store of the document at path, whose template files live
-// under templates, and removes temporary files a crash left behind.
+// under templates, and removes temporary files a crash left behind. It
+// creates nothing: the lock file is made by the first write, so a store
+// in a directory Doppel cannot write serves, and a start that fails
+// leaves nothing behind.
 func Open(path, templates string) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{path: abs, templates: templates}
+	stray, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), tempPrefix(abs)+"*"))
+	if len(stray) == 0 {
+		return s, nil
+	}
+	// Under the lock, so that no writer's file in the making is taken.
 	unlock, err := s.lock()
 	if err != nil {
-		return nil, err
+		return s, nil // nothing can be written here either; the strays are harmless
 	}
 	defer unlock()
-	stray, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), tempPrefix(abs)+"*"))
 	for _, f := range stray {
 		_ = os.Remove(f)
 	}
@@ -80,9 +87,13 @@ func (s *Store) Path() string { return s.path }
 
 func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
 
-// lock takes the advisory lock that serialises writers.
+// lock takes the advisory lock that serialises writers, making the lock
+// file the first time.
 func (s *Store) lock() (func(), error) {
 	f, err := os.OpenFile(s.path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		return nil, fmt.Errorf("the configuration is read-only here: %s cannot be written (%w); Doppel serves it, and a change needs the directory writable", filepath.Dir(s.path), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the lock file: %w", err)
 	}
