@@ -173,16 +173,20 @@ func newReloadCmd() *cobra.Command {
 Prints "reloaded: revision <hex>, <n> proxies" (and a "note:" line naming the
 sections that need a restart), or "reload rejected: CONFIG_INVALID" and every
 violation, the running configuration untouched (exit 1). Without --socket the
-socket's path is read from the configuration (control.socket).`,
+socket's path is read from the configuration (control.socket). The doppel
+behind the socket must serve the configuration named (the file's absolute
+path, or the database and configuration names); one serving another is
+left unchanged, and the command exits 1 saying what it serves. --socket
+alone skips that check.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, err := socketPath(cmd, &flags, socket)
+			path, serves, err := socketPath(cmd, &flags, socket)
 			if err != nil {
 				return err
 			}
-			resp, err := control.Call(path, control.Request{Command: "reload"})
+			resp, err := callControl(path, serves, control.Request{Command: "reload"})
 			if err != nil {
-				return failed("%v", err)
+				return err
 			}
 			if !resp.OK {
 				return refusal(cmd, "reload rejected", resp)
@@ -195,32 +199,60 @@ socket's path is read from the configuration (control.socket).`,
 		},
 	}
 	flags.register(cmd)
-	cmd.Flags().StringVar(&socket, "socket", "", "the control socket; when set, no configuration is read")
+	cmd.Flags().StringVar(&socket, "socket", "", "the control socket; alone, no configuration is read and whichever doppel listens there reloads")
 	return cmd
 }
 
-// socketPath is --socket, else the configuration's control.socket.
-func socketPath(cmd *cobra.Command, flags *storeFlags, socket string) (string, error) {
+// socketPath is the control socket a command talks to, and the
+// configuration the Doppel behind it must serve (servedName): --socket
+// alone skips that check; with --socket and a document named, or the
+// document's own control.socket, it is made.
+func socketPath(cmd *cobra.Command, flags *storeFlags, socket string) (path, serves string, err error) {
 	if socket != "" {
-		return socket, nil
+		if !flags.namesDocument(cmd) {
+			return socket, "", nil
+		}
+		opts, err := flags.options(cmd)
+		if err != nil {
+			return "", "", err
+		}
+		return socket, servedName(opts), nil
 	}
 	opts, err := flags.options(cmd)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	src, err := readDocument(opts)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	doc, err := config.Parse(src)
 	if err != nil {
 		var inv *config.Invalid
 		if errors.As(err, &inv) {
-			return "", failed("the configuration does not parse, so its control.socket is unknown (pass --socket):\n%s", strings.Join(inv.Lines(), "\n"))
+			return "", "", failed("the configuration does not parse, so its control.socket is unknown (pass --socket):\n%s", strings.Join(inv.Lines(), "\n"))
 		}
-		return "", failed("%v", err)
+		return "", "", failed("%v", err)
 	}
-	return string(doc.Control.Socket), nil
+	return string(doc.Control.Socket), servedName(opts), nil
+}
+
+// callControl sends req to the socket at path for the configuration
+// serves names; a Doppel there serving another is told apart from any
+// other refusal: nothing changed, and the message says how to reach the
+// right one.
+func callControl(path, serves string, req control.Request) (*control.Response, error) {
+	req.Serves = serves
+	resp, err := control.Call(path, req)
+	if err != nil {
+		return nil, failed("%v", err)
+	}
+	if !resp.OK && resp.Code == control.Mismatch && serves != "" && resp.Serves != "" && resp.Serves != serves {
+		return nil, failed("the doppel behind the control socket %s serves %s, not %s: nothing was changed.\n"+
+			"Reach the doppel serving %s with --socket and its control.socket; if none runs, start it (doppel serve), "+
+			"and give each configuration a control.socket of its own.", path, resp.Serves, serves, serves)
+	}
+	return resp, nil
 }
 
 // refusal prints a command the server refused: what it found goes to

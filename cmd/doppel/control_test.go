@@ -6,12 +6,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/store"
 )
 
 // controlServe starts serve with its control socket in dir and returns it
@@ -169,5 +172,91 @@ func TestControlSocketIsNeverTakenOver(t *testing.T) {
 	r = doppel(t, invocation{args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--socket", missing}})
 	if r.code != 1 || !strings.Contains(r.stderr, "does not exist") {
 		t.Fatalf("a socket in a missing directory: %s", r)
+	}
+}
+
+// TestTheSocketServesWhatTheCommandNames: a control socket shared by two
+// configurations (the machine-wide default, say) reaches whichever Doppel
+// listens on it; reload and token add for the other configuration change
+// nothing there, exit 1 and say what it serves and how to reach the right
+// one. --socket alone reaches any Doppel.
+func TestTheSocketServesWhatTheCommandNames(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p, cfg, sock, _ := controlServe(t, dir, nil)
+	// Another configuration, in another directory, whose control.socket is
+	// the same path, and whose own Doppel is not running.
+	other := t.TempDir()
+	otherCfg := writeFile(t, other, "main.yaml", strings.Replace(readFile(t, cfg), "zeta", "other", 1))
+	before := readFile(t, cfg)
+	for _, args := range [][]string{
+		{"config", "reload", "--config", otherCfg},
+		{"token", "add", "--name", "sneaky", "--group", "admin", "--config", otherCfg},
+		{"config", "reload", "--config", otherCfg, "--socket", sock},
+	} {
+		r := doppel(t, invocation{args: args})
+		abs, _ := filepath.EvalSymlinks(cfg)
+		otherAbs, _ := filepath.EvalSymlinks(otherCfg)
+		if r.code != wantRejected || !strings.Contains(r.stderr, "serves the file "+abs+", not the file "+otherAbs+": nothing was changed") ||
+			!strings.Contains(r.stderr, "--socket") || strings.Contains(r.stdout, "reloaded") || strings.Contains(r.stdout, "added") {
+			t.Errorf("%v: %s", args, r)
+		}
+	}
+	if after := readFile(t, cfg); after != before {
+		t.Errorf("a command for another configuration changed this one:\n%s", after)
+	}
+	for _, l := range p.jsonLines() {
+		if strings.Contains(fmt.Sprint(l["msg"]), "reload") {
+			t.Errorf("the refused reload was carried out: %v", l)
+		}
+	}
+	// Its own configuration, and --socket alone, reach it.
+	if r := doppel(t, invocation{args: []string{"config", "reload", "--config", cfg}}); r.code != wantOK {
+		t.Errorf("reload of its own configuration: %s", r)
+	}
+	if r := doppel(t, invocation{args: []string{"token", "add", "--name", "mine", "--group", "admin", "--socket", sock}}); r.code != wantOK || !strings.HasPrefix(r.stdout, "added: revision ") {
+		t.Errorf("token add --socket alone: %s", r)
+	}
+}
+
+// TestServedNameHasNoSecret: what a command says it is for travels over
+// the socket and into messages: never the database's password or user.
+func TestServedNameHasNoSecret(t *testing.T) {
+	for _, url := range []string{"postgres://doppel:hunter2@db.internal:5432/fleet?sslmode=disable", "host=db.internal user=doppel password=hunter2 dbname=fleet"} {
+		got := servedName(store.Options{Kind: store.KindPostgres, DatabaseURL: url, ConfigName: "default"})
+		if got != `the configuration "default" of the PostgreSQL database "fleet"` {
+			t.Errorf("%s: %q", url, got)
+		}
+	}
+}
+
+// TestTheReadmesTokenAddWorks: the README's token add, run from the
+// repository's root while the example serves, adds a token that may
+// write; the startup hint names the same command.
+func TestTheReadmesTokenAddWorks(t *testing.T) {
+	t.Parallel()
+	m := regexp.MustCompile("`go run ./cmd/doppel (token add [^`]+)`").FindStringSubmatch(readFile(t, repoPath(t, "README.md")))
+	if m == nil {
+		t.Fatal("the README shows no token add")
+	}
+	root := examplesTree(t)
+	sock := filepath.Join(t.TempDir(), "doppel.sock")
+	p := startProc(t, invocation{args: []string{"serve", "--config", "examples/main.yaml", "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--socket", sock}, dir: root})
+	p.waitServing()
+	hint := p.waitLine("the token hint", 10*time.Second, func(l string) bool { return strings.Contains(lineMsg(l), "admin actions need a token") })
+	if !strings.Contains(hint, "doppel token add --name NAME --group admin --config examples/main.yaml") {
+		t.Errorf("the startup hint: %s", hint)
+	}
+	admin := adminAddrOf(t, p)
+	// The example's control.socket is machine-wide; the test's is its own.
+	args := append(strings.Fields(m[1]), "--socket", sock)
+	r := doppel(t, invocation{args: args, dir: root})
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != wantOK || len(lines) != 2 {
+		t.Fatalf("%v: %s", args, r)
+	}
+	created := call(t, "POST", "http://"+admin+"/api/v1/proxies", `{"proxy": {"name": "made-by-me", "type": "http", "url": "http://127.0.0.1:9", "resolve": {"type": "header", "header": "X-Me"}}}`, bearer(lines[1])...)
+	if created.status != 201 {
+		t.Errorf("the README's token cannot write: %d %s", created.status, created.body)
 	}
 }

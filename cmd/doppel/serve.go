@@ -172,6 +172,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		ProxyAddr:     f.proxyAddr,
 		AdminAddr:     f.adminAddr,
 		ControlSocket: cmp.Or(f.socket, string(doc.Control.Socket)),
+		Serves:        servedName(opts),
 		Seed:          f.seed,
 		ExternalURL:   strings.TrimSpace(os.Getenv(envExternalURL)),
 		ConfigPath:    configPathOf(opts),

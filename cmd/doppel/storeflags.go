@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/doppelproxy/doppel/internal/store"
 	"github.com/spf13/cobra"
@@ -44,4 +48,42 @@ func (f *storeFlags) options(cmd *cobra.Command) (store.Options, error) {
 		return o, usage("%v", err)
 	}
 	return o, nil
+}
+
+// servedName names the configuration opts select as a running Doppel
+// reports it on its control socket, so that reload and token add reach
+// the Doppel serving the configuration they name and no other: a file by
+// its absolute path (links resolved), a database's by its configuration
+// and database names. It never carries a secret; "" when it cannot be
+// told (a database URL that does not parse), which skips the check.
+func servedName(o store.Options) string {
+	if o.Kind == store.KindPostgres {
+		cfg, err := pgconn.ParseConfig(o.DatabaseURL)
+		if err != nil {
+			return ""
+		}
+		return fmt.Sprintf("the configuration %q of the PostgreSQL database %q", o.ConfigName, cfg.Database)
+	}
+	abs, err := filepath.Abs(o.ConfigPath)
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	return "the file " + abs
+}
+
+// namesDocument reports whether a flag or the environment names the
+// configuration, rather than the default ./main.yaml.
+func (f *storeFlags) namesDocument(cmd *cobra.Command) bool {
+	for _, fl := range []struct{ flag, env string }{
+		{"store", store.EnvStore}, {"config", store.EnvConfigPath},
+		{"database-url", store.EnvDatabaseURL}, {"config-name", store.EnvConfigName},
+	} {
+		if cmd.Flags().Changed(fl.flag) || strings.TrimSpace(os.Getenv(fl.env)) != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -32,8 +32,11 @@ func newTokenAddCmd() *cobra.Command {
 
 The server generates the token (a UUID v4), stores it and puts it in force
 before answering. The token is printed alone on the last line, so
-"| tail -1" captures it. The group defaults to user. A name already in use,
-or claimed by DOPPEL_ADMIN_TOKENS, is refused (exit 1).`,
+"| tail -1" captures it. The group defaults to user, which reads; --group
+admin may write. A name already in use, or claimed by DOPPEL_ADMIN_TOKENS,
+is refused (exit 1), and so is a doppel behind the socket that serves
+another configuration than the one named (--socket alone skips that
+check).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := config.ParseName(name); err != nil {
@@ -42,13 +45,13 @@ or claimed by DOPPEL_ADMIN_TOKENS, is refused (exit 1).`,
 			if _, err := config.ParseName(group); err != nil {
 				return usage("--group: %v", err)
 			}
-			path, err := socketPath(cmd, &flags, socket)
+			path, serves, err := socketPath(cmd, &flags, socket)
 			if err != nil {
 				return err
 			}
-			resp, err := control.Call(path, control.Request{Command: "token_add", Name: name, Group: group})
+			resp, err := callControl(path, serves, control.Request{Command: "token_add", Name: name, Group: group})
 			if err != nil {
-				return failed("%v", err)
+				return err
 			}
 			if !resp.OK {
 				return refusal(cmd, "token add refused", resp)
@@ -59,6 +62,6 @@ or claimed by DOPPEL_ADMIN_TOKENS, is refused (exit 1).`,
 	flags.register(cmd)
 	cmd.Flags().StringVar(&name, "name", "", "the token's name (required)")
 	cmd.Flags().StringVar(&group, "group", string(config.GroupUser), "the token's group")
-	cmd.Flags().StringVar(&socket, "socket", "", "the control socket; when set, no configuration is read")
+	cmd.Flags().StringVar(&socket, "socket", "", "the control socket; alone, no configuration is read and whichever doppel listens there adds the token")
 	return cmd
 }

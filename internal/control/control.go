@@ -31,6 +31,10 @@ type Request struct {
 	Command string `json:"command"` // "reload" or "token_add"
 	Name    string `json:"name,omitempty"`
 	Group   string `json:"group,omitempty"`
+	// Serves is the configuration the command is meant for, as the
+	// server's Serves names it; a server that serves another refuses the
+	// command and changes nothing. Empty: any.
+	Serves string `json:"serves,omitempty"`
 }
 
 // Response is its answer. Code is an error code of the closed set when
@@ -44,10 +48,20 @@ type Response struct {
 	Proxies    int      `json:"proxies,omitempty"`
 	Unapplied  []string `json:"unapplied,omitempty"`
 	Token      string   `json:"token,omitempty"`
+	// Serves is what the answering Doppel serves (its Server.Serves).
+	Serves string `json:"serves,omitempty"`
 }
+
+// Mismatch is the code of a command refused because the Doppel behind
+// the socket serves another configuration than the one it names.
+const Mismatch = "CONFLICT"
 
 // Server answers on the control socket.
 type Server struct {
+	// Serves names the configuration this Doppel serves ("the file
+	// /abs/main.yaml", or a database's configuration), so that a command
+	// meant for another is refused rather than carried out here.
+	Serves   string
 	ctl      *change.Controller
 	envNames []config.Name // token names DOPPEL_ADMIN_TOKENS claims
 	ln       net.Listener
@@ -143,6 +157,15 @@ func parseRequest(line []byte) (Request, error) {
 }
 
 func (s *Server) do(ctx context.Context, req Request) Response {
+	resp := s.command(ctx, req)
+	resp.Serves = s.Serves
+	return resp
+}
+
+func (s *Server) command(ctx context.Context, req Request) Response {
+	if req.Serves != "" && s.Serves != "" && req.Serves != s.Serves {
+		return Response{Code: Mismatch, Message: fmt.Sprintf("this doppel serves %s, not %s: nothing was changed", s.Serves, req.Serves)}
+	}
 	switch req.Command {
 	case "reload":
 		res, err := s.ctl.Reload(ctx)

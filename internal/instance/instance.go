@@ -51,6 +51,9 @@ type Options struct {
 	ProxyAddr, AdminAddr string
 	// ControlSocket is the control socket's path; none when empty.
 	ControlSocket string
+	// Serves names the configuration served, for the control socket: a
+	// command naming another is refused (control.Server.Serves).
+	Serves string
 	// Seed makes fault rolls reproducible when set.
 	Seed string
 	// ExternalURL is Doppel's own address (DOPPEL_EXTERNAL_URL) when set,
@@ -126,6 +129,7 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		if i.ctlSrv, err = control.Listen(o.ControlSocket, i.Control, tokenNames(o.EnvTokens)); err != nil {
 			return nil, err
 		}
+		i.ctlSrv.Serves = o.Serves
 		i.stops = append(i.stops, func() { _ = i.ctlSrv.Close() })
 		go i.ctlSrv.Serve()
 	}
@@ -456,7 +460,10 @@ func listenAdmin(doc *config.Document, o Options, api *admin.Server, metrics *te
 	o.Log.Info("the admin API is listening", "admin_addr", ln.Addr().String())
 	// Where a person goes next.
 	base := "http://" + Browsable(ln.Addr()) + "/"
-	how := "admin actions need a token: one of admin.tokens, DOPPEL_ADMIN_TOKENS, or doppel token add --name NAME"
+	how := "admin actions need a token: one of admin.tokens, DOPPEL_ADMIN_TOKENS, or doppel token add --name NAME --group admin"
+	if o.ConfigPath != "" {
+		how += " --config " + o.ConfigPath
+	}
 	if *doc.Admin.Dashboard {
 		o.Log.Info("open the dashboard in a browser; "+how, "url", base, "api", base+"swagger-ui/")
 	} else {
