@@ -208,19 +208,15 @@ alone skips that check.`,
 // alone skips that check; with --socket and a document named, or the
 // document's own control.socket, it is made.
 func socketPath(cmd *cobra.Command, flags *storeFlags, socket string) (path, serves string, err error) {
-	if socket != "" {
-		if !flags.namesDocument(cmd) {
-			return socket, "", nil
-		}
-		opts, err := flags.options(cmd)
-		if err != nil {
-			return "", "", err
-		}
-		return socket, servedName(opts), nil
-	}
 	opts, err := flags.options(cmd)
 	if err != nil {
 		return "", "", err
+	}
+	if socket != "" {
+		if !flags.namesDocument(cmd, opts) {
+			return socket, "", nil
+		}
+		return socket, servedName(opts), nil
 	}
 	src, err := readDocument(opts)
 	if err != nil {

@@ -75,15 +75,12 @@ func servedName(o store.Options) string {
 }
 
 // namesDocument reports whether a flag or the environment names the
-// configuration, rather than the default ./main.yaml.
-func (f *storeFlags) namesDocument(cmd *cobra.Command) bool {
-	for _, fl := range []struct{ flag, env string }{
-		{"store", store.EnvStore}, {"config", store.EnvConfigPath},
-		{"database-url", store.EnvDatabaseURL}, {"config-name", store.EnvConfigName},
-	} {
-		if cmd.Flags().Changed(fl.flag) || strings.TrimSpace(os.Getenv(fl.env)) != "" {
-			return true
-		}
+// configuration, rather than the default ./main.yaml: the postgres store
+// (chosen by a flag or DOPPEL_CONFIG_STORE, never by default), or a
+// --config (or DOPPEL_CONFIG_PATH) for the file store.
+func (f *storeFlags) namesDocument(cmd *cobra.Command, o store.Options) bool {
+	if o.Kind == store.KindPostgres {
+		return true
 	}
-	return false
+	return cmd.Flags().Changed("config") || strings.TrimSpace(os.Getenv(store.EnvConfigPath)) != ""
 }
