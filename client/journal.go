@@ -63,6 +63,7 @@ type Fault struct {
 	// Abort is where the connection was cut; empty when it was not.
 	Abort     string  `json:"abort"`
 	Hang      bool    `json:"hang"`
+	Bandwidth bool    `json:"bandwidth"` // the answer's body was paced
 	LatencyMS float64 `json:"latency_ms"`
 }
 

@@ -712,9 +712,10 @@ func requestEntrySchema() map[string]any {
 			"response_headers":        map[string]any{"type": []any{"object", "null"}, "additionalProperties": map[string]any{"type": "array", "items": str}},
 			"response_body":           body,
 			"response_body_truncated": map[string]any{"type": "boolean"},
-			"fault": object([]string{"replace", "loss", "abort", "hang", "latency_ms"}, map[string]any{
+			"fault": object([]string{"replace", "loss", "abort", "hang", "bandwidth", "latency_ms"}, map[string]any{
 				"replace": map[string]any{"type": "boolean"}, "loss": map[string]any{"type": "boolean"},
-				"abort": nullStr, "hang": map[string]any{"type": "boolean"}, "latency_ms": ms,
+				"abort": nullStr, "hang": map[string]any{"type": "boolean"}, "bandwidth": map[string]any{"type": "boolean"},
+				"latency_ms": withDescription(ms, "The wait the latency fault actually added."),
 			}),
 			"duration_ms": withDescription(ms, "To the response headers."),
 			"upstream_ms": map[string]any{"type": []any{"number", "null"}, "description": "The upstream's time, or null when none answered."},

@@ -54,6 +54,7 @@ type Fault struct {
 	Loss      bool    `json:"loss"`
 	Abort     *string `json:"abort"`
 	Hang      bool    `json:"hang"`
+	Bandwidth bool    `json:"bandwidth"`
 	LatencyMS float64 `json:"latency_ms"`
 }
 

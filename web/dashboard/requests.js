@@ -7,7 +7,9 @@ import { el } from './form.js';
 // go first. The journal itself keeps journal.size.
 export const keep = 500;
 
-// faultsOf names what fired for an entry, from its fault object.
+// faultsOf names what fired for an entry, from its fault object;
+// doppel requests list and tail name them the same (faultNames in
+// cmd/doppel/requests.go).
 export function faultsOf(f) {
   const out = [];
   if (!f) {
@@ -27,6 +29,9 @@ export function faultsOf(f) {
   }
   if (f.hang) {
     out.push('hang');
+  }
+  if (f.bandwidth) {
+    out.push('bandwidth');
   }
   return out;
 }
