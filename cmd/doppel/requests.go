@@ -244,12 +244,16 @@ func cells(e *journal.Entry) []string {
 	if e.Query != "" {
 		path += "?" + e.Query
 	}
+	status := "-" // a tcp connection has no HTTP status
+	if e.Status != 0 {
+		status = strconv.Itoa(int(e.Status))
+	}
 	fault := strings.Join(faultNames(e.Fault), ", ")
 	if fault == "" {
 		fault = "-"
 	}
 	return []string{e.Time.Format("15:04:05.000"), e.ID, e.Proxy, mock,
-		e.Method, path, strconv.Itoa(e.Status), strconv.FormatFloat(e.DurationMS, 'g', -1, 64), fault}
+		e.Method, path, status, strconv.FormatFloat(e.DurationMS, 'g', -1, 64), fault}
 }
 
 // faultNames are what fired for an entry, named and ordered as the

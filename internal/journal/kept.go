@@ -139,7 +139,7 @@ func (k *kept) entry() *Entry {
 		Headers:               Headers(k.field(textHeaders)),
 		Body:                  Body(k.field(textBody)),
 		BodyTruncated:         k.has(flagBodyCut),
-		Status:                k.status,
+		Status:                Status(k.status),
 		ResponseHeaders:       Headers(k.field(textResponseHeaders)),
 		ResponseBody:          Body(k.field(textResponseBody)),
 		ResponseBodyTruncated: k.has(flagResponseBodyCut),

@@ -106,7 +106,7 @@ func mock(e *journal.Entry, lim Limits, taken map[string]bool) (map[string]any, 
 	if len(body) > lim.BodyLimit {
 		return nil, fmt.Errorf("%s is %d bytes, over the proxy's body_limit of %d: raise body_limit to record it, or leave it out with match", what, len(body), lim.BodyLimit)
 	}
-	resp := map[string]any{"status": e.Status}
+	resp := map[string]any{"status": int(e.Status)}
 	if h := headers(e.ResponseHeaders); len(h) > 0 {
 		resp["headers"] = h
 	}

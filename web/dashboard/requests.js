@@ -75,6 +75,14 @@ function statusClass(status) {
   return 'status s' + Math.floor(status / 100) + 'xx';
 }
 
+// statusTag is an entry's status; a tcp connection has none (null).
+function statusTag(status) {
+  if (status === null || status === undefined) {
+    return el('span', { class: 'muted', text: '—', title: 'A TCP connection has no HTTP status' });
+  }
+  return el('span', { class: statusClass(status), text: String(status) });
+}
+
 // bodyText is a kept body as text: a binary one is shown as its base64.
 function bodyText(body, truncated) {
   let text;
@@ -160,7 +168,7 @@ export async function requestsPage(app, signal) {
       el('td', { class: 'mono path', text: e.path + (e.query ? '?' + e.query : '') }),
       el('td', { text: e.proxy || '—' }),
       el('td', { text: e.mock || '—' }),
-      el('td', { class: 'num' }, el('span', { class: statusClass(e.status), text: String(e.status) })),
+      el('td', { class: 'num' }, statusTag(e.status)),
       el('td', { class: 'faults' }, f.length || e.tunnel
         ? [...(e.tunnel ? [el('span', { class: 'tag', text: 'tunnel', title: tunnelText(e.tunnel) })] : []),
           ...f.map((x) => el('span', { class: x === 'mock' ? 'tag' : 'tag fault', text: x }))]
@@ -249,7 +257,7 @@ export async function requestsPage(app, signal) {
     detail.replaceChildren(
       el('div', { class: 'head' },
         el('h2', {}, el('span', { class: 'mono', text: e.method + ' ' + e.path + (e.query ? '?' + e.query : '') }), ' ',
-          el('span', { class: statusClass(e.status), text: String(e.status) })), close),
+          statusTag(e.status)), close),
       el('p', { class: 'muted', text: 'Request ' + e.id + ' at ' + e.time + ' from ' + (e.client || 'unknown') + (e.session ? ', session ' + e.session : '') }),
       e.tunnel ? el('p', { id: 'detail-tunnel', text: tunnelText(e.tunnel) }) : '',
       el('div', { class: 'exchange' },
