@@ -11,8 +11,10 @@ import (
 type ReloadResult struct {
 	// Revision is the whole configuration's.
 	Revision string `json:"revision"`
-	// Proxies is how many are in force.
+	// Proxies is how many are in force, tcp proxies included.
 	Proxies int `json:"proxies"`
+	// TCPProxies is how many of them are tcp proxies.
+	TCPProxies int `json:"tcp_proxies"`
 	// Unapplied are sections that changed but take effect on a restart.
 	Unapplied []string `json:"unapplied"`
 }

@@ -31,9 +31,11 @@ type Request struct {
 	// Headers as received; secrets (the admin token's header,
 	// Authorization, Proxy-Authorization, Cookie) read "***" unless
 	// journal.reveal lists them.
-	Headers               http.Header `json:"headers"`
-	Body                  Body        `json:"body"`
-	BodyTruncated         bool        `json:"body_truncated"`
+	Headers       http.Header `json:"headers"`
+	Body          Body        `json:"body"`
+	BodyTruncated bool        `json:"body_truncated"`
+	// Status is the HTTP status answered; 0 (null in the JSON) for a tcp
+	// proxy's connection, which has none.
 	Status                int         `json:"status"`
 	ResponseHeaders       http.Header `json:"response_headers"`
 	ResponseBody          Body        `json:"response_body"`
@@ -43,8 +45,8 @@ type Request struct {
 	// UpstreamMS is the upstream's time; nil when none answered.
 	UpstreamMS *float64 `json:"upstream_ms"`
 	Client     string   `json:"client"` // the peer's IP
-	// Tunnel is what an upgraded connection (a WebSocket) relayed; nil
-	// for any other request.
+	// Tunnel is what an upgraded connection (a WebSocket) or a tcp
+	// proxy's connection relayed; nil for any other request.
 	Tunnel *Tunnel `json:"tunnel"`
 }
 
@@ -63,6 +65,7 @@ type Fault struct {
 	// Abort is where the connection was cut; empty when it was not.
 	Abort     string  `json:"abort"`
 	Hang      bool    `json:"hang"`
+	Bandwidth bool    `json:"bandwidth"` // the answer's body was paced
 	LatencyMS float64 `json:"latency_ms"`
 }
 

@@ -170,14 +170,14 @@ func newReloadCmd() *cobra.Command {
 		Short: "Make a running doppel serve reload its configuration",
 		Long: `Make a running doppel serve reload its configuration, over the control socket.
 
-Prints "reloaded: revision <hex>, <n> proxies" (and a "note:" line naming the
-sections that need a restart), or "reload rejected: CONFIG_INVALID" and every
-violation, the running configuration untouched (exit 1). Without --socket the
-socket's path is read from the configuration (control.socket). The doppel
-behind the socket must serve the configuration named (the file's absolute
-path, or the database and configuration names); one serving another is
-left unchanged, and the command exits 1 saying what it serves. --socket
-alone skips that check.`,
+Prints "reloaded: revision <hex>, <n> proxies" (tcp proxies are counted, and
+said: "3 proxies (1 tcp)"; and a "note:" line naming the sections that need a
+restart), or "reload rejected: CONFIG_INVALID" and every violation, the running
+configuration untouched (exit 1). Without --socket the socket's path is read
+from the configuration (control.socket). The doppel behind the socket must
+serve the configuration named (the file's absolute path, or the database and
+configuration names); one serving another is left unchanged, and the command
+exits 1 saying what it serves. --socket alone skips that check.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, serves, err := socketPath(cmd, &flags, socket)
@@ -191,7 +191,11 @@ alone skips that check.`,
 			if !resp.OK {
 				return refusal(cmd, "reload rejected", resp)
 			}
-			out := fmt.Sprintf("reloaded: revision %s, %d proxies\n", resp.Revision, resp.Proxies)
+			out := fmt.Sprintf("reloaded: revision %s, %d proxies", resp.Revision, resp.Proxies)
+			if resp.TCPProxies > 0 {
+				out += fmt.Sprintf(" (%d tcp)", resp.TCPProxies)
+			}
+			out += "\n"
 			if len(resp.Unapplied) > 0 {
 				out += "note: restart needed for: " + strings.Join(resp.Unapplied, ", ") + "\n"
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -163,5 +164,83 @@ proxies:
 	}
 	if r := doppel(t, invocation{args: []string{"requests", "list", "--admin", s.admin, "-o", "json"}}); !strings.HasPrefix(r.stdout, `{"requests":[]`) {
 		t.Errorf("after clear: %s", r)
+	}
+}
+
+// TestRequestsTableNamesEveryFault: requests list and tail name in their
+// FAULT column what fired for each request, as the dashboard does: a
+// mock, loss, latency with the wait taken, abort with where it cut, hang,
+// bandwidth.
+func TestRequestsTableNamesEveryFault(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mock := func(name, faults string) string {
+		return fmt.Sprintf("      - {name: %s, request: {method: GET, url: \"^/%s$\"}, response: {status: 200, body: \"%s\"}, proxy: {%s}}\n", name, name, name, faults)
+	}
+	cfg := serveConfig(t, dir, 0, 0, "proxies:\n  - name: shop\n    type: http\n    url: http://127.0.0.1:9/\n    mocks:\n"+
+		mock("plain", "")+
+		mock("lost", "loss: {percentage: 1, status: 503}")+
+		mock("slow", "latency: {percentage: 1, min: 0.05, max: 0.05}")+
+		mock("cut", "abort: {percentage: 1, at: request}")+
+		mock("trimmed", "abort: {percentage: 1, at: body, after: 2}")+
+		mock("held", "hang: {percentage: 1, seconds: 0.05}")+
+		mock("paced", "bandwidth: {percentage: 1, bytes_per_second: 1Mi}"))
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	p, addr := serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
+	admin := "http://" + adminAddrOf(t, p)
+	since := time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)
+
+	want := map[string]*regexp.Regexp{
+		"/plain":   regexp.MustCompile(`  mock$`),
+		"/lost":    regexp.MustCompile(`  mock, loss$`),
+		"/slow":    regexp.MustCompile(`  mock, latency (4\d|[5-9]\d|\d{3,}) ms$`),
+		"/cut":     regexp.MustCompile(`  mock, abort request$`),
+		"/trimmed": regexp.MustCompile(`  mock, abort body$`),
+		"/held":    regexp.MustCompile(`  mock, hang$`),
+		"/paced":   regexp.MustCompile(`  mock, bandwidth$`),
+	}
+	for path := range want {
+		if res, err := newClient().Get("http://" + addr + path); err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}
+	// rowsOf are the table's rows by path.
+	rowsOf := func(out string) map[string]string {
+		rows := map[string]string{}
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 5 {
+				rows[f[5]] = l
+			}
+		}
+		return rows
+	}
+
+	// tail, from before the requests, until it has printed each.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	tail := exec.CommandContext(ctx, doppelBin, "requests", "tail", "--admin", admin, "--since", since)
+	tail.Env = cleanEnv()
+	stdout, _ := tail.StdoutPipe()
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = tail.Wait() }()
+	var printed strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for len(rowsOf(printed.String())) < len(want)+1 && sc.Scan() { // the rows and the header
+		printed.WriteString(sc.Text() + "\n")
+	}
+	list := doppel(t, invocation{args: []string{"requests", "list", "--admin", admin}})
+	if list.code != wantOK {
+		t.Fatalf("list: %s", list)
+	}
+	for name, out := range map[string]string{"tail": printed.String(), "list": list.stdout} {
+		rows := rowsOf(out)
+		for path, re := range want {
+			if !re.MatchString(rows[path]) {
+				t.Errorf("%s: the row of %s is %q, want it to end %s\n%s", name, path, rows[path], re, out)
+			}
+		}
 	}
 }

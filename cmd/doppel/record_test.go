@@ -138,6 +138,15 @@ func TestRecordThenReplayWithoutTheBackend(t *testing.T) {
 		if lat == nil || lat["min"].(float64) < 0.04 || lat["max"].(float64) < lat["min"].(float64) {
 			t.Errorf("the slow path's latency: %v", slow)
 		}
+		// Every mock has its latency, a path the backend answered within
+		// a millisecond too.
+		for _, m := range mocks {
+			o, _ := m.(map[string]any)["proxy"].(map[string]any)
+			l, _ := o["latency"].(map[string]any)
+			if l == nil || l["percentage"] != 1.0 || l["min"].(float64) < 0.0001 || l["max"].(float64) < l["min"].(float64) {
+				t.Errorf("%v: latency %v", m.(map[string]any)["name"], l)
+			}
+		}
 		if r := mustGet(t, newClient(), admin+"/api/v1/proxies/shop", nil); strings.Contains(string(r.body), "rec-") {
 			t.Error("a preview added mocks")
 		}
@@ -177,6 +186,16 @@ func TestRecordThenReplayWithoutTheBackend(t *testing.T) {
 		if r.code != wantOK || !strings.Contains(r.stdout, "# 2 mocks recorded, from 2 exchanges") ||
 			!strings.Contains(r.stdout, "name: rec-get-text") || !strings.Contains(r.stdout, "mocks:") {
 			t.Fatalf("%s", r)
+		}
+		// What it prints loads as a proxy's mocks.
+		all := doppel(t, invocation{args: []string{"mocks", "record", "--admin", admin, "--proxy", "shop"}})
+		if all.code != wantOK {
+			t.Fatalf("%s", all)
+		}
+		doc := "proxies:\n  - name: replay\n    type: http\n    url: http://127.0.0.1:9/\n    " +
+			strings.ReplaceAll(strings.TrimSpace(all.stdout[strings.Index(all.stdout, "mocks:"):]), "\n", "\n    ") + "\n"
+		if r := doppel(t, invocation{args: []string{"config", "validate", "--config", serveConfig(t, t.TempDir(), 0, 0, doc)}}); r.code != wantOK {
+			t.Errorf("the recorded mocks do not load: %s\n%s", r, doc)
 		}
 		if r := doppel(t, invocation{args: []string{"mocks", "record", "--admin", admin}}); r.code != wantUsage {
 			t.Errorf("without --proxy: %s", r)

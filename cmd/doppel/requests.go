@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -243,18 +244,52 @@ func cells(e *journal.Entry) []string {
 	if e.Query != "" {
 		path += "?" + e.Query
 	}
-	var fault []string
-	if e.Fault.Loss {
-		fault = append(fault, "loss")
+	status := "-" // a tcp connection has no HTTP status
+	if e.Status != 0 {
+		status = strconv.Itoa(int(e.Status))
 	}
-	if e.Fault.LatencyMS > 0 {
-		fault = append(fault, fmt.Sprintf("latency %gms", e.Fault.LatencyMS))
-	}
-	if len(fault) == 0 {
-		fault = []string{"-"}
+	fault := strings.Join(faultNames(e.Fault), ", ")
+	if fault == "" {
+		fault = "-"
 	}
 	return []string{e.Time.Format("15:04:05.000"), e.ID, e.Proxy, mock,
-		e.Method, path, strconv.Itoa(e.Status), strconv.FormatFloat(e.DurationMS, 'g', -1, 64), strings.Join(fault, ",")}
+		e.Method, path, status, strconv.FormatFloat(e.DurationMS, 'g', -1, 64), fault}
+}
+
+// faultNames are what fired for an entry, named and ordered as the
+// dashboard's requests page shows them (web/dashboard/requests.js).
+func faultNames(f journal.Fault) []string {
+	var out []string
+	if f.Replace {
+		out = append(out, "mock")
+	}
+	if f.Loss {
+		out = append(out, "loss")
+	}
+	if f.LatencyMS > 0 {
+		out = append(out, "latency "+millis(f.LatencyMS))
+	}
+	if f.Abort != nil {
+		out = append(out, "abort "+*f.Abort)
+	}
+	if f.Hang {
+		out = append(out, "hang")
+	}
+	if f.Bandwidth {
+		out = append(out, "bandwidth")
+	}
+	return out
+}
+
+// millis is a time as the dashboard writes it: to the hundredth under
+// 10 ms, else whole.
+func millis(ms float64) string {
+	if ms < 10 {
+		ms = math.Round(ms*100) / 100
+	} else {
+		ms = math.Round(ms)
+	}
+	return strconv.FormatFloat(ms, 'f', -1, 64) + " ms"
 }
 
 func newRequestsTailCmd() *cobra.Command {

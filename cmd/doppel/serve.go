@@ -195,8 +195,9 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		}
 	}
 	rt := inst.Runtime.Load()
+	proxies, tcpProxies := rt.ProxyCount()
 	logger.Info("doppel is serving", "version", version.Version, "proxy_addr", inst.ProxyAddr().String(),
-		"revision", string(rt.Revision), "proxies", len(rt.Proxies), "workers", f.workers,
+		"revision", string(rt.Revision), "proxies", proxies, "tcp_proxies", tcpProxies, "workers", f.workers,
 		"memory_limit", memoryLimit, "render_budget", renderBudget)
 	return serveUntilSignal(logger, signals, inst)
 }

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -349,4 +351,95 @@ func TestATakenTCPAddressRefusesTheReload(t *testing.T) {
 		t.Errorf("the refused reload is in force: %s", l.body)
 	}
 	echoBack(t, tcpDial(t, listen), []byte("db still relays"))
+}
+
+// jsonLine is a JSON log line, its numbers as json.Number; nil for
+// another line.
+func jsonLine(l string) map[string]any {
+	var m map[string]any
+	d := json.NewDecoder(strings.NewReader(l))
+	d.UseNumber()
+	if d.Decode(&m) != nil {
+		return nil
+	}
+	return m
+}
+
+// TestATCPConnectionIsJournaledAsItWas: a tcp connection's entry has the
+// latency injected on it (as the log line has), and no HTTP status, which
+// requests list shows as such; every count of proxies a user sees counts
+// tcp proxies too: the startup line, config reload, the admin API's
+// reload and the line of a reload after an edit.
+func TestATCPConnectionIsJournaledAsItWas(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ports := freePorts(t, 2)
+	tcpProxy := func(name string, port int) string {
+		return fmt.Sprintf("  - name: %s\n    type: tcp\n    listen: 127.0.0.1:%d\n    upstream: %s\n    latency: {percentage: 1, min: 0.3, max: 0.3}\n", name, port, tcpEcho(t))
+	}
+	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("web", "http://127.0.0.1:9/", "")+tcpProxy("db", ports[0]))
+	src := strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1)
+	cfg = writeFile(t, dir, "main.yaml", src)
+	p := startProc(t, invocation{args: []string{"serve", "--config", cfg, "--watch", "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}})
+	p.waitServing()
+	admin := adminAddrOf(t, p)
+	counted := func(what string, line map[string]any, all, tcp float64) {
+		t.Helper()
+		if number(line["proxies"]) != all || number(line["tcp_proxies"]) != tcp {
+			t.Errorf("%s counts %v proxies, %v tcp; want %v, %v: %v", what, line["proxies"], line["tcp_proxies"], all, tcp, line)
+		}
+	}
+	counted("the startup line", jsonLine(p.waitLine("the startup line", 5*time.Second, func(l string) bool { return lineMsg(l) == msgServing })), 2, 1)
+
+	c := tcpDial(t, fmt.Sprintf("127.0.0.1:%d", ports[0]))
+	echoBack(t, c, []byte("ping"))
+	c.Close()
+	if line := connectionLine(t, p); number(line["latency_injected_ms"]) < 300 || number(line["latency_injected_ms"]) > number(line["duration_ms"]) {
+		t.Errorf("the line: %v", line)
+	}
+	r := mustGet(t, newClient(), "http://"+admin+"/api/v1/requests?proxy=db", nil)
+	var list struct {
+		Requests []map[string]any `json:"requests"`
+	}
+	d := json.NewDecoder(bytes.NewReader(r.body))
+	d.UseNumber()
+	if err := d.Decode(&list); err != nil || len(list.Requests) != 1 {
+		t.Fatalf("the journal: %v %s", err, r.body)
+	}
+	e := list.Requests[0]
+	status, hasStatus := e["status"]
+	lat := number(e["fault"].(map[string]any)["latency_ms"])
+	if !hasStatus || status != nil || lat < 300 || lat > number(e["duration_ms"]) {
+		t.Errorf("the entry: status %v (present %v), latency_ms %v: %s", status, hasStatus, lat, r.body)
+	}
+	table := doppel(t, invocation{args: []string{"requests", "list", "--admin", "http://" + admin, "--proxy", "db"}})
+	if !regexp.MustCompile(`(?m) TCP +- +[0-9.]+ +latency 3\d\d ms$`).MatchString(table.stdout) {
+		t.Errorf("the table:\n%s", table)
+	}
+
+	if r := doppel(t, invocation{args: []string{"config", "reload", "--config", cfg}}); r.code != wantOK || !regexp.MustCompile(`^reloaded: revision [0-9a-f]{16}, 2 proxies \(1 tcp\)\n$`).MatchString(r.stdout) {
+		t.Errorf("config reload: %s", r)
+	}
+	res, err := newClient().Post("http://"+admin+"/api/v1/config/reload", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reloaded map[string]any
+	d = json.NewDecoder(res.Body)
+	d.UseNumber()
+	_ = d.Decode(&reloaded)
+	res.Body.Close()
+	counted("POST /api/v1/config/reload", reloaded, 2, 1)
+
+	// An edit adding a tcp proxy: the line of its reload counts it.
+	tmp := filepath.Join(dir, ".main.yaml.swp")
+	if err := os.WriteFile(tmp, []byte(src+tcpProxy("cache", ports[1])), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, cfg); err != nil {
+		t.Fatal(err)
+	}
+	counted("the reload after the edit", jsonLine(p.waitLine("the reload after the edit", 10*time.Second, func(l string) bool {
+		return strings.HasPrefix(lineMsg(l), "reloaded after a change in ")
+	})), 3, 2)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ func toxiproxyDoppel(t *testing.T) (*proc, *toxiproxy.Client, string) {
 	ports := freePorts(t, 3)
 	api := fmt.Sprintf("127.0.0.1:%d", ports[2])
 	cfg := serveConfig(t, dir, ports[0], ports[1], fmt.Sprintf("toxiproxy: {host: 127.0.0.1, port: %d}\n", ports[2]))
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
 	p, _ := serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
 	p.waitLine("the Toxiproxy API's line", 5*time.Second, func(l string) bool {
 		return strings.Contains(l, "Toxiproxy-compatible API is listening") && strings.Contains(l, api)
@@ -92,6 +94,24 @@ func TestToxiproxyClientLatencyOnAnOpenConnection(t *testing.T) {
 	m := string(mustGet(t, newClient(), "http://"+adminAddrOf(t, p)+"/metrics", nil).body)
 	if !strings.Contains(m, `doppel_tcp_connections_total{fault="",proxy="db"} 1`) || !strings.Contains(m, `doppel_faults_total{fault="latency",proxy="db"} 1`) {
 		t.Errorf("the metrics have no connection of db:\n%.2000s", m)
+	}
+	// And journaled, with the latency the toxic injected: 300 ms, then
+	// 600 ms, and none once it was removed.
+	var list struct {
+		Requests []struct {
+			Method string `json:"method"`
+			Status *int   `json:"status"`
+			Fault  struct {
+				LatencyMS float64 `json:"latency_ms"`
+			} `json:"fault"`
+		} `json:"requests"`
+	}
+	r := mustGet(t, newClient(), "http://"+adminAddrOf(t, p)+"/api/v1/requests?proxy=db", nil)
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Requests) != 1 {
+		t.Fatalf("the journal: %v %s", err, r.body)
+	}
+	if e := list.Requests[0]; e.Method != "TCP" || e.Status != nil || e.Fault.LatencyMS < 900 || e.Fault.LatencyMS > 1500 {
+		t.Errorf("the entry: %s", r.body)
 	}
 }
 

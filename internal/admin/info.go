@@ -117,7 +117,8 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.StoreError, "reload failed, the running configuration is unchanged: "+err.Error())
 		return
 	}
-	out := map[string]any{"revision": res.Runtime.Revision, "proxies": len(res.Runtime.Proxies)}
+	proxies, tcp := res.Runtime.ProxyCount()
+	out := map[string]any{"revision": res.Runtime.Revision, "proxies": proxies, "tcp_proxies": tcp}
 	if len(res.Unapplied) > 0 {
 		out["unapplied"] = res.Unapplied
 	}

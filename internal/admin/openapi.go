@@ -571,9 +571,10 @@ func answerSchemas() map[string]any {
 				"first_seen": map[string]any{"type": "string", "format": "date-time"},
 			})},
 		}),
-		"ReloadResult": object([]string{"revision", "proxies"}, map[string]any{
-			"revision": ref("Revision"),
-			"proxies":  withDescription(count, "How many proxies are in force."),
+		"ReloadResult": object([]string{"revision", "proxies", "tcp_proxies"}, map[string]any{
+			"revision":    ref("Revision"),
+			"proxies":     withDescription(count, "How many proxies are in force, tcp proxies included."),
+			"tcp_proxies": withDescription(count, "How many of them are tcp proxies."),
 			"unapplied": map[string]any{
 				"type": "array", "minItems": 1, "description": "Sections that changed but take effect only on a restart; absent when none.",
 				"items": map[string]any{"enum": []any{"server", "logging", "control", "templates", "sentry", "admin"}},
@@ -708,19 +709,20 @@ func requestEntrySchema() map[string]any {
 			"headers":                 headers,
 			"body":                    body,
 			"body_truncated":          map[string]any{"type": "boolean"},
-			"status":                  map[string]any{"type": "integer"},
+			"status":                  map[string]any{"type": []any{"integer", "null"}, "description": "The HTTP status answered; null for a tcp proxy's connection, which has none."},
 			"response_headers":        map[string]any{"type": []any{"object", "null"}, "additionalProperties": map[string]any{"type": "array", "items": str}},
 			"response_body":           body,
 			"response_body_truncated": map[string]any{"type": "boolean"},
-			"fault": object([]string{"replace", "loss", "abort", "hang", "latency_ms"}, map[string]any{
+			"fault": object([]string{"replace", "loss", "abort", "hang", "bandwidth", "latency_ms"}, map[string]any{
 				"replace": map[string]any{"type": "boolean"}, "loss": map[string]any{"type": "boolean"},
-				"abort": nullStr, "hang": map[string]any{"type": "boolean"}, "latency_ms": ms,
+				"abort": nullStr, "hang": map[string]any{"type": "boolean"}, "bandwidth": map[string]any{"type": "boolean"},
+				"latency_ms": withDescription(ms, "The wait the latency fault actually added."),
 			}),
 			"duration_ms": withDescription(ms, "To the response headers."),
 			"upstream_ms": map[string]any{"type": []any{"number", "null"}, "description": "The upstream's time, or null when none answered."},
 			"client":      withDescription(str, "The peer's IP."),
 			"tunnel": map[string]any{
-				"description": "What an upgraded connection (a WebSocket) relayed after the switch, until it closed, when the entry is recorded; null for any other request.",
+				"description": "What an upgraded connection (a WebSocket) relayed after the switch, until it closed, when the entry is recorded, or what a tcp proxy's connection relayed; null for any other request.",
 				"oneOf": []any{map[string]any{"type": "null"}, object([]string{"bytes_up", "bytes_down", "duration_ms"}, map[string]any{
 					"bytes_up":    withDescription(map[string]any{"type": "integer", "minimum": 0}, "From the client to the upstream."),
 					"bytes_down":  withDescription(map[string]any{"type": "integer", "minimum": 0}, "From the upstream to the client."),

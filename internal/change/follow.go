@@ -45,7 +45,8 @@ func (c *Controller) Follow(ctx context.Context, w store.Watcher) (stopped <-cha
 			c.log.Debug("the configuration in "+where+" is the one in force", "revision", string(before))
 			return true
 		}
-		c.log.Info("reloaded after a change in "+where, "revision", string(res.Runtime.Revision), "proxies", len(res.Runtime.Proxies))
+		proxies, tcp := res.Runtime.ProxyCount()
+		c.log.Info("reloaded after a change in "+where, "revision", string(res.Runtime.Revision), "proxies", proxies, "tcp_proxies", tcp)
 		return true
 	})
 }

@@ -45,7 +45,8 @@ type Response struct {
 	Message    string   `json:"message,omitempty"`
 	Violations []string `json:"violations,omitempty"`
 	Revision   string   `json:"revision,omitempty"`
-	Proxies    int      `json:"proxies,omitempty"`
+	Proxies    int      `json:"proxies,omitempty"`     // every kind
+	TCPProxies int      `json:"tcp_proxies,omitempty"` // of those, tcp proxies
 	Unapplied  []string `json:"unapplied,omitempty"`
 	Token      string   `json:"token,omitempty"`
 	// Serves is what the answering Doppel serves (its Server.Serves).
@@ -172,7 +173,8 @@ func (s *Server) command(ctx context.Context, req Request) Response {
 		if err != nil {
 			return failure(err)
 		}
-		return Response{OK: true, Revision: string(res.Runtime.Revision), Proxies: len(res.Runtime.Proxies), Unapplied: res.Unapplied}
+		all, tcp := res.Runtime.ProxyCount()
+		return Response{OK: true, Revision: string(res.Runtime.Revision), Proxies: all, TCPProxies: tcp, Unapplied: res.Unapplied}
 	case "token_add":
 		return s.addToken(ctx, req)
 	}

@@ -106,7 +106,7 @@ func recordConnection(log *telemetry.Logger, jr *journal.Journal, m *telemetry.M
 	// The journal and the metrics before the line: whoever reads the line
 	// finds the entry.
 	rec := &telemetry.Exchange{RequestID: uuid.NewString(), Proxy: r.Proxy, Method: "TCP", Client: peerHost(r.Client),
-		Duration: r.Duration, Tunnel: &telemetry.Tunnel{Up: r.Up, Down: r.Down, Duration: r.Duration}}
+		Duration: r.Duration, LatencyWaited: r.Latency, Tunnel: &telemetry.Tunnel{Up: r.Up, Down: r.Down, Duration: r.Duration}}
 	for _, t := range r.Toxics {
 		detail := ""
 		if t == "abort" {
@@ -122,7 +122,7 @@ func recordConnection(log *telemetry.Logger, jr *journal.Journal, m *telemetry.M
 	}
 	m.ObserveConnection(r.Proxy, fault, r.Toxics, r.Up, r.Down)
 	attrs := []any{"proxy", r.Proxy, "client", r.Client, "bytes_up", r.Up, "bytes_down", r.Down,
-		"duration_ms", telemetry.Millis(r.Duration), "fault", fault}
+		"duration_ms", telemetry.Millis(r.Duration), "latency_injected_ms", telemetry.Millis(r.Latency), "fault", fault}
 	if r.Err != nil {
 		attrs = append(attrs, "error", r.Err.Error())
 	}

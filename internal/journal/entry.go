@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,7 +24,7 @@ type Entry struct {
 	Headers               Headers   `json:"headers"`
 	Body                  Body      `json:"body"`
 	BodyTruncated         bool      `json:"body_truncated"`
-	Status                int       `json:"status"`
+	Status                Status    `json:"status"`
 	ResponseHeaders       Headers   `json:"response_headers"`
 	ResponseBody          Body      `json:"response_body"`
 	ResponseBodyTruncated bool      `json:"response_body_truncated"`
@@ -40,6 +41,31 @@ type Entry struct {
 // that replays entries skips the live ones it already sent by it.
 func (e *Entry) Seq() uint64 { return e.seq }
 
+// Status is the HTTP status answered. A tcp proxy's connection has none:
+// its entry's is 0, written as null, rather than a number that reads as
+// an answer no client got.
+type Status int
+
+func (s Status) MarshalJSON() ([]byte, error) {
+	if s == 0 {
+		return []byte("null"), nil
+	}
+	return strconv.AppendInt(nil, int64(s), 10), nil
+}
+
+func (s *Status) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*s = 0
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(data, &n); err != nil {
+		return err
+	}
+	*s = Status(n)
+	return nil
+}
+
 // Tunnel is what an upgraded connection (a WebSocket) relayed after the
 // switch, until it closed.
 type Tunnel struct {
@@ -54,6 +80,7 @@ type Fault struct {
 	Loss      bool    `json:"loss"`
 	Abort     *string `json:"abort"`
 	Hang      bool    `json:"hang"`
+	Bandwidth bool    `json:"bandwidth"`
 	LatencyMS float64 `json:"latency_ms"`
 }
 

@@ -49,6 +49,7 @@ const (
 	flagUpstream
 	flagLoss
 	flagHang
+	flagBandwidth
 	flagBodyCut
 	flagResponseBodyCut
 )
@@ -80,6 +81,7 @@ func keep(rec *telemetry.Exchange, start time.Time, s *settings) *kept {
 	k.flag(flagUpstream, rec.UpstreamContacted)
 	k.flag(flagLoss, rec.Fired("loss"))
 	k.flag(flagHang, rec.Fired("hang"))
+	k.flag(flagBandwidth, rec.Fired("bandwidth"))
 
 	strs := [...]string{rec.RequestID, rec.Proxy, rec.Mock, rec.Method, rec.Path, rec.Query, rec.Client, rec.Abort, rec.Session}
 	size := flatSize(rec.RequestHeader) + flatSize(rec.ResponseHeader) + len(body) + len(responseBody)
@@ -137,7 +139,7 @@ func (k *kept) entry() *Entry {
 		Headers:               Headers(k.field(textHeaders)),
 		Body:                  Body(k.field(textBody)),
 		BodyTruncated:         k.has(flagBodyCut),
-		Status:                k.status,
+		Status:                Status(k.status),
 		ResponseHeaders:       Headers(k.field(textResponseHeaders)),
 		ResponseBody:          Body(k.field(textResponseBody)),
 		ResponseBodyTruncated: k.has(flagResponseBodyCut),
@@ -147,6 +149,7 @@ func (k *kept) entry() *Entry {
 			Replace:   k.has(flagMock),
 			Loss:      k.has(flagLoss),
 			Hang:      k.has(flagHang),
+			Bandwidth: k.has(flagBandwidth),
 			LatencyMS: telemetry.Millis(k.latency),
 		},
 		seq: k.seq,

@@ -17,7 +17,7 @@ func TestAnEntryIsWhatWasRecorded(t *testing.T) {
 	rec := &telemetry.Exchange{
 		RequestID: "r-1", Proxy: "zeta", Mock: "m", Method: "POST", Path: "/pay", Query: "a=1&b", Client: "10.0.0.7",
 		Status: 503, Duration: 1500 * time.Microsecond, LatencyWaited: time.Millisecond,
-		UpstreamContacted: true, UpstreamDuration: 250 * time.Microsecond, Faults: []string{"loss"},
+		UpstreamContacted: true, UpstreamDuration: 250 * time.Microsecond, Faults: []string{"loss", "bandwidth"},
 		RequestHeader:  http.Header{"Accept": {"a", "b"}, "Authorization": {"Bearer s"}, "X-Empty": {""}},
 		ResponseHeader: http.Header{"Set-Cookie": {"sid=1"}, "Content-Type": {"text/plain"}},
 		RequestBody:    &telemetry.Capture{Limit: 4, Bytes: []byte("\xff\x00ab"), Cut: true},
@@ -38,7 +38,7 @@ func TestAnEntryIsWhatWasRecorded(t *testing.T) {
 		`"body":{"base64":"/wBhYg=="},"body_truncated":true,"status":503,` +
 		`"response_headers":{"Content-Type":["text/plain"],"Set-Cookie":["***"]},` +
 		`"response_body":"ok","response_body_truncated":false,` +
-		`"fault":{"replace":true,"loss":true,"abort":null,"hang":false,"latency_ms":1},` +
+		`"fault":{"replace":true,"loss":true,"abort":null,"hang":false,"bandwidth":true,"latency_ms":1},` +
 		`"duration_ms":1.5,"upstream_ms":0.25,"client":"10.0.0.7","tunnel":null}`
 	if string(got) != want {
 		t.Errorf("entry\n%s\nwant\n%s", got, want)

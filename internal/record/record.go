@@ -8,6 +8,7 @@ package record
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -81,11 +82,9 @@ func Mocks(entries []*journal.Entry, lim Limits) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		if g.max >= 1 {
-			m["proxy"] = map[string]any{"latency": map[string]any{
-				"percentage": 1, "min": seconds(g.min), "max": seconds(g.max),
-			}}
-		}
+		m["proxy"] = map[string]any{"latency": map[string]any{
+			"percentage": 1, "min": seconds(g.min), "max": seconds(g.max),
+		}}
 		res.Mocks = append(res.Mocks, m)
 		res.Exchanges += g.n
 	}
@@ -107,7 +106,7 @@ func mock(e *journal.Entry, lim Limits, taken map[string]bool) (map[string]any, 
 	if len(body) > lim.BodyLimit {
 		return nil, fmt.Errorf("%s is %d bytes, over the proxy's body_limit of %d: raise body_limit to record it, or leave it out with match", what, len(body), lim.BodyLimit)
 	}
-	resp := map[string]any{"status": e.Status}
+	resp := map[string]any{"status": int(e.Status)}
 	if h := headers(e.ResponseHeaders); len(h) > 0 {
 		resp["headers"] = h
 	}
@@ -229,8 +228,7 @@ func name(method, path string, taken map[string]bool) string {
 	return n
 }
 
-// seconds is milliseconds as seconds, to the millisecond.
-func seconds(ms float64) float64 {
-	f, _ := strconv.ParseFloat(strconv.FormatFloat(ms/1000, 'f', 3, 64), 64)
-	return f
-}
+// seconds is milliseconds as seconds, to the tenth of a millisecond and
+// never below 0.0001: an upstream that answered within a millisecond
+// still took that long, and the replay is as fast, not instant.
+func seconds(ms float64) float64 { return max(math.Round(ms*10), 1) / 10000 }

@@ -254,6 +254,18 @@ func Authority(scheme, hostport string) string {
 	return net.JoinHostPort(strings.ToLower(host), port)
 }
 
+// ProxyCount is how many proxies the configuration has, every kind, and
+// how many of them are tcp proxies (which Proxies leaves out): what a
+// user counting the document's proxies finds.
+func (rt *Runtime) ProxyCount() (all, tcp int) {
+	for i := range rt.Document.Proxies {
+		if rt.Document.Proxies[i].Type == config.KindTCP {
+			tcp++
+		}
+	}
+	return len(rt.Document.Proxies), tcp
+}
+
 // Resolve chooses the proxy for a request's headers: the first
 // header-resolved proxy, in configuration order, whose header carries its
 // name; else the default; else nil. A name only works through its own

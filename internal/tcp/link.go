@@ -24,6 +24,7 @@ type Link struct {
 	reset    atomic.Bool // the cut was a reset
 
 	up, down atomic.Int64 // bytes relayed: client → upstream, upstream → client
+	waited   atomic.Int64 // nanoseconds latency held the bytes, both ways summed
 	fired    sync.Map     // toxic names that applied to this link
 
 	// plan, when planned, is the connection's own toxics for its life,
@@ -41,6 +42,9 @@ type Record struct {
 	// Toxics are the names of the toxics that applied (their toxicity
 	// rolled in), in no particular order.
 	Toxics []string
+	// Latency is how long the latency toxic held the bytes, the waits of
+	// both directions summed: what it injected, not what it was set to.
+	Latency time.Duration
 	// Cut says a fault cut the connection; Reset that it was a reset;
 	// Early that it was cut or held before anything was relayed (an
 	// abort at request, a hang).
@@ -207,7 +211,7 @@ func (l *Link) run() {
 
 func (l *Link) record(err error) Record {
 	r := Record{Proxy: l.proxy.Name, Client: l.client.RemoteAddr().String(), Up: l.up.Load(), Down: l.down.Load(),
-		Duration: time.Since(l.began), Cut: l.cut.Load(), Reset: l.reset.Load(), Err: err}
+		Duration: time.Since(l.began), Latency: time.Duration(l.waited.Load()), Cut: l.cut.Load(), Reset: l.reset.Load(), Err: err}
 	l.fired.Range(func(k, _ any) bool {
 		r.Toxics = append(r.Toxics, k.(string))
 		return true

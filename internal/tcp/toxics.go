@@ -70,8 +70,13 @@ func (w *latencyWriter) Write(b []byte) error {
 	if w.t.Spread > 0 {
 		d += time.Duration(rand.Int64N(2*int64(w.t.Spread))) - w.t.Spread
 	}
-	if d > 0 && !w.l.sleep(d) {
-		return errCut
+	if d > 0 {
+		began := time.Now()
+		done := w.l.sleep(d)
+		w.l.waited.Add(int64(time.Since(began)))
+		if !done {
+			return errCut
+		}
 	}
 	return w.next.Write(b)
 }

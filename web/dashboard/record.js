@@ -16,14 +16,11 @@ function statusClass(status) {
   return 'status s' + Math.floor(status / 100) + 'xx';
 }
 
-// latencyCell is a recorded mock's latency, the span the upstream took;
-// a mock without one (the upstream answered within a millisecond) says so.
+// latencyCell is a recorded mock's latency, the span the upstream took,
+// in seconds as recorded (to the tenth of a millisecond).
 function latencyCell(m) {
-  const l = m.proxy && m.proxy.latency;
-  if (!l) {
-    return el('td', { class: 'num muted', text: '—', title: 'The upstream answered within a millisecond: no latency' });
-  }
-  const secs = (x) => Number(x).toFixed(3); // to the millisecond, as recorded
+  const l = m.proxy.latency;
+  const secs = (x) => String(x);
   return el('td', { class: 'num nowrap', text: (l.min === l.max ? secs(l.min) : secs(l.min) + '–' + secs(l.max)) + ' s' });
 }
 

@@ -7,7 +7,9 @@ import { el } from './form.js';
 // go first. The journal itself keeps journal.size.
 export const keep = 500;
 
-// faultsOf names what fired for an entry, from its fault object.
+// faultsOf names what fired for an entry, from its fault object;
+// doppel requests list and tail name them the same (faultNames in
+// cmd/doppel/requests.go).
 export function faultsOf(f) {
   const out = [];
   if (!f) {
@@ -27,6 +29,9 @@ export function faultsOf(f) {
   }
   if (f.hang) {
     out.push('hang');
+  }
+  if (f.bandwidth) {
+    out.push('bandwidth');
   }
   return out;
 }
@@ -68,6 +73,14 @@ function clock(time) {
 
 function statusClass(status) {
   return 'status s' + Math.floor(status / 100) + 'xx';
+}
+
+// statusTag is an entry's status; a tcp connection has none (null).
+function statusTag(status) {
+  if (status === null || status === undefined) {
+    return el('span', { class: 'muted', text: '—', title: 'A TCP connection has no HTTP status' });
+  }
+  return el('span', { class: statusClass(status), text: String(status) });
 }
 
 // bodyText is a kept body as text: a binary one is shown as its base64.
@@ -155,7 +168,7 @@ export async function requestsPage(app, signal) {
       el('td', { class: 'mono path', text: e.path + (e.query ? '?' + e.query : '') }),
       el('td', { text: e.proxy || '—' }),
       el('td', { text: e.mock || '—' }),
-      el('td', { class: 'num' }, el('span', { class: statusClass(e.status), text: String(e.status) })),
+      el('td', { class: 'num' }, statusTag(e.status)),
       el('td', { class: 'faults' }, f.length || e.tunnel
         ? [...(e.tunnel ? [el('span', { class: 'tag', text: 'tunnel', title: tunnelText(e.tunnel) })] : []),
           ...f.map((x) => el('span', { class: x === 'mock' ? 'tag' : 'tag fault', text: x }))]
@@ -244,7 +257,7 @@ export async function requestsPage(app, signal) {
     detail.replaceChildren(
       el('div', { class: 'head' },
         el('h2', {}, el('span', { class: 'mono', text: e.method + ' ' + e.path + (e.query ? '?' + e.query : '') }), ' ',
-          el('span', { class: statusClass(e.status), text: String(e.status) })), close),
+          statusTag(e.status)), close),
       el('p', { class: 'muted', text: 'Request ' + e.id + ' at ' + e.time + ' from ' + (e.client || 'unknown') + (e.session ? ', session ' + e.session : '') }),
       e.tunnel ? el('p', { id: 'detail-tunnel', text: tunnelText(e.tunnel) }) : '',
       el('div', { class: 'exchange' },
