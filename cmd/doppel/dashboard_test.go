@@ -323,10 +323,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 		// The upstream is shown without its credentials.
 		if s := eval[string](b, "document.querySelector('tr[data-proxy=alpha]').textContent"); strings.Contains(s, "secret") || !strings.Contains(s, "api.example.com") ||
-			!strings.Contains(s, "header X-Backend") || !strings.Contains(s, "latency 25%") {
+			!strings.Contains(s, "header X-Backend") || !strings.Contains(s, "latency 0.25 (25%) 0.1–0.5 s") {
 			t.Errorf("alpha's row: %q", s)
 		}
-		if s := eval[string](b, "document.querySelector('tr[data-proxy=zeta]').textContent"); !strings.Contains(s, "loss 10% → 503") || !strings.Contains(s, "default") {
+		if s := eval[string](b, "document.querySelector('tr[data-proxy=zeta]').textContent"); !strings.Contains(s, "loss 0.1 (10%) → 503") || !strings.Contains(s, "default") {
 			t.Errorf("zeta's row: %q", s)
 		}
 		b.click("tr[data-proxy=zeta] a")
