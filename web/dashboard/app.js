@@ -6,6 +6,7 @@ import { el } from './form.js';
 import { proxyPage } from './proxy.js';
 import { requestsPage } from './requests.js';
 import { sessionsPage } from './sessions.js';
+import { timeEl } from './time.js';
 
 const main = document.getElementById('main');
 const refreshKey = 'doppel.refresh-ms';
@@ -426,7 +427,7 @@ async function listPage(signal) {
       return;
     }
     lastFetch = Date.now();
-    stamp.textContent = 'Fetched ' + new Date(lastFetch).toLocaleTimeString();
+    stamp.replaceChildren('Fetched ', timeEl(lastFetch));
     if (!proxies.length) {
       body.replaceChildren(el('p', { class: 'muted', id: 'empty', text: 'No proxies yet.' }));
       return;
