@@ -19,7 +19,7 @@ const formats = {
 // timeText is time (an RFC 3339 string, a Date or ms since the epoch)
 // as this browser's local time; opts.ms adds the milliseconds (requests
 // a test sends often share a second). '' for what is not a time.
-export function timeText(time, opts = {}) {
+function timeText(time, opts = {}) {
   const d = new Date(time);
   if (Number.isNaN(d.getTime())) {
     return '';
