@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,7 +127,7 @@ func testCounters(t *testing.T, other *browser) {
 	}
 
 	// The same tab on another origin: its own localStorage, light theme.
-	b := &browser{t: t, ctx: other.ctx, base: base, shot: other.shot}
+	b := &browser{t: t, ctx: other.ctx, base: base, shot: other.shot, locale: other.locale}
 	b.do("opening the second Doppel", chromedp.Navigate(base+"/robots.txt"))
 	eval[bool](b, "localStorage.setItem('doppel.theme', 'light'), true")
 	keep := func(token string) {
@@ -148,24 +147,31 @@ func testCounters(t *testing.T, other *browser) {
 		if got := strings.Join(rows(), ", "); got != "loss|orders|order-7|3, loss|orders|order-8|1, loss|orders|(no Idempotency-Key header)|1, loss|proxy|(whole proxy)|2" {
 			t.Errorf("the rows: %s", got)
 		}
-		// First seen: a local time, the API's RFC 3339 time in the tooltip.
+		// First seen: a local time, the UTC time in the tooltip; when the
+		// section fetched, in the same clock.
 		_, body := adminCall(t, base, "GET", "/api/v1/proxies/shop/counters", "")
 		first := body["counters"].([]any)[0].(map[string]any)["first_seen"].(string)
 		seen, err := time.Parse(time.RFC3339Nano, first)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cell := eval[[]string](b, "(() => { const c = document.querySelector('#counters-body tr').cells[4]; return [c.textContent, c.title]; })()")
-		if cell[1] != first {
-			t.Errorf("first seen's tooltip: %q, want %q", cell[1], first)
+		times := b.checkTimes()
+		if got := eval[string](b, "document.querySelector('#counters-body tr').cells[4].querySelector('time').getAttribute('datetime')"); got != seen.UTC().Format("2006-01-02T15:04:05.000Z") {
+			t.Errorf("first seen is drawn for %s, want %s", got, first)
 		}
-		offset := eval[int](b, "new Date().getTimezoneOffset()")
-		if want := seen.In(time.FixedZone("", -offset*60)).Format("15:04:05"); cell[0] != want {
-			t.Errorf("first seen shows %q, want the local %q", cell[0], want)
+		if s := eval[string](b, "document.getElementById('counters-fetched').textContent"); s != "Fetched "+timeIn(b, times, "counters-fetched").Text {
+			t.Errorf("the section says %q", s)
 		}
-		if !regexp.MustCompile(`^Fetched \d\d:\d\d:\d\d$`).MatchString(eval[string](b, "document.getElementById('counters-fetched').textContent")) {
-			t.Error("the section does not say when it fetched")
+		// Another locale, another clock: the browser's own, never a fixed one.
+		b.emulate("en-GB", browserZone)
+		b.open("/proxies/shop")
+		b.wait("the counters in en-GB", loaded+" && document.querySelectorAll('#counters-body tr').length === 4")
+		if n := len(b.checkTimes()); n != 5 {
+			t.Errorf("%d times on the page, want 5 (4 first seen, 1 fetched)", n)
 		}
+		b.emulate(browserLocale, browserZone)
+		b.open("/proxies/shop")
+		b.wait("the counters", loaded+" && document.querySelectorAll('#counters-body tr').length === 4")
 		// Right after the fault cards, before the mocks; outside the form.
 		if !eval[bool](b, `(() => { const f = document.getElementById('faults'), c = document.getElementById('counters'), m = document.getElementById('mocks');
 			return !!(f && c && m) && !!(f.compareDocumentPosition(c) & Node.DOCUMENT_POSITION_FOLLOWING) && !!(c.compareDocumentPosition(m) & Node.DOCUMENT_POSITION_FOLLOWING); })()`) {

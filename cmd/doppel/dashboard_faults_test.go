@@ -43,7 +43,7 @@ func sameJSON(t *testing.T, what string, got any, want string) {
 
 // The proxy page leads with the faults: a card per fault in the order a
 // request rolls them, each with a switch (off removes the key), the share
-// in percent, its parameters and what the client sees; then the mocks;
+// as the fraction the document holds, its parameters and what the client sees; then the mocks;
 // the rest folded under Advanced. Saving is the same compare-and-swap.
 // Run inside TestDashboardInABrowser, on its Doppel and browser; it
 // leaves no proxy behind.
@@ -107,10 +107,14 @@ func testFaultCards(t *testing.T, b *browser, base string) {
 		if visible(`[data-path="abort.at"]`) || !visible(`[data-path="loss.status"]`) {
 			t.Error("an off card shows its parameters, or an on card hides them")
 		}
-		if v := eval[string](b, "document.querySelector('[data-path=\"loss.percentage\"]').value"); v != "20" {
-			t.Errorf("loss's share shows %q, want 20 (%%)", v)
+		// A share is the fraction the YAML holds, its percentage beside it.
+		if v := eval[string](b, "document.querySelector('[data-path=\"loss.percentage\"]').value"); v != "0.2" {
+			t.Errorf("loss's share shows %q, want 0.2", v)
 		}
-		if s := eval[string](b, "document.querySelector('"+card("loss")+" .sees').textContent"); s != "What the client sees in 20% of the requests its when admits: An immediate 429 with the LOSS_INJECTED envelope, Retry-After: 2 and X-Why; the upstream never sees the request." {
+		if u := eval[string](b, "document.querySelector('"+card("loss")+" [data-param=percentage] .unit').textContent"); u != "= 20% of requests" {
+			t.Errorf("loss's share says %q beside it", u)
+		}
+		if s := eval[string](b, "document.querySelector('"+card("loss")+" .sees').textContent"); s != "What the client sees in 0.2 (20%) of the requests its when admits: An immediate 429 with the LOSS_INJECTED envelope, Retry-After: 2 and X-Why; the upstream never sees the request." {
 			t.Errorf("loss: %q", s)
 		}
 		if !eval[bool](b, "document.querySelector('[data-path=\"loss.when?\"]').checked && document.querySelector('[data-path=\"loss.when.per.header\"]').value === 'Idempotency-Key'") {
@@ -136,13 +140,13 @@ func testFaultCards(t *testing.T, b *browser, base string) {
 			t.Fatal("after is not shown for at: body")
 		}
 		b.set(`[data-path="abort.after"]`, "1Ki")
-		b.set(`[data-path="abort.percentage"]`, "12.5")
+		b.set(`[data-path="abort.percentage"]`, "0.125")
 		b.set(`[data-path="abort.how"]`, "close")
 		if s := sees(card("abort")); s != "The status and headers, then 1 KiB of body, then a FIN (an early end of file)." {
 			t.Errorf("abort at body, close: %q", s)
 		}
 		b.set(`[data-path="abort.how"]`, "reset")
-		if s := eval[string](b, "document.querySelector('"+card("abort")+" .sees').textContent"); s != "What the client sees in 12.5% of requests: The status and headers, then 1 KiB of body, then a TCP reset (ECONNRESET)." {
+		if s := eval[string](b, "document.querySelector('"+card("abort")+" .sees').textContent"); s != "What the client sees in 0.125 (12.5%) of requests: The status and headers, then 1 KiB of body, then a TCP reset (ECONNRESET)." {
 			t.Errorf("abort at body after 1Ki, reset: %q", s)
 		}
 
@@ -152,15 +156,31 @@ func testFaultCards(t *testing.T, b *browser, base string) {
 			t.Error("hang's seconds still shown once it is off")
 		}
 
-		// A share is a percentage, 0 to 100, checked as typed.
-		b.set(`[data-path="loss.percentage"]`, "150")
+		// A share is a fraction, 0 to 1, checked as typed: a percentage
+		// typed there is refused, saying the fraction to type.
+		b.set(`[data-path="loss.percentage"]`, "35")
 		b.wait("the share refused", "document.querySelector('[data-path=\"loss.percentage\"]').getAttribute('aria-invalid') === 'true'")
+		if s := eval[string](b, "document.querySelector('"+card("loss")+" [data-param=percentage] .msg').textContent"); s != "A fraction, 0 to 1: for 35%, type 0.35." {
+			t.Errorf("loss's share of 35 says: %q", s)
+		}
+		if u := eval[string](b, "document.querySelector('"+card("loss")+" [data-param=percentage] .unit').textContent"); u != "of requests" {
+			t.Errorf("beside a refused share: %q", u)
+		}
 		if s := sees(card("loss")); !strings.Contains(s, "fix the values") {
 			t.Errorf("loss with a bad share says: %q", s)
 		}
 		b.click("#save")
 		b.wait("the save refused before sending", "document.getElementById('banner').textContent.includes('needs fixing')")
-		b.set(`[data-path="loss.percentage"]`, "35")
+		b.set(`[data-path="loss.percentage"]`, "0.35")
+		if u := eval[string](b, "document.querySelector('"+card("loss")+" [data-param=percentage] .unit').textContent"); u != "= 35% of requests" {
+			t.Errorf("beside 0.35: %q", u)
+		}
+
+		// replace, beside the mocks, in the same terms.
+		b.set(`[data-path="replace"]`, "0.5")
+		if u := eval[string](b, "document.querySelector('#mocks .field.share .unit').textContent"); u != "= 50% of matching requests" {
+			t.Errorf("beside replace: %q", u)
+		}
 
 		// The mock's own abort, in the same cards.
 		if !eval[bool](b, "document.querySelector('#mocks details.mock-faults').open") {
@@ -169,8 +189,8 @@ func testFaultCards(t *testing.T, b *browser, base string) {
 		if s := sees(`[data-path="mocks[0].proxy.abort"]`); s != "No answer: the connection is cut with a TCP reset (ECONNRESET) before the mock's answer." {
 			t.Errorf("the mock's abort: %q", s)
 		}
-		b.set(`[data-path="mocks[0].proxy.abort.percentage"]`, "25")
-		if s := eval[string](b, "document.querySelector('#mocks details.mock-faults > summary').textContent"); s != "Faults of this mockabort 25%" {
+		b.set(`[data-path="mocks[0].proxy.abort.percentage"]`, "0.25")
+		if s := eval[string](b, "document.querySelector('#mocks details.mock-faults > summary').textContent"); s != "Faults of this mockabort 0.25 (25%)" {
 			t.Errorf("the mock's fold says %q", s)
 		}
 		eval[bool](b, "document.activeElement.blur(), document.querySelector('#mocks details.mock-faults').scrollIntoView(), window.scrollBy(0, -60), true")
@@ -188,6 +208,9 @@ func testFaultCards(t *testing.T, b *browser, base string) {
 		sameJSON(t, "loss", doc["loss"], `{"percentage": 0.35, "status": 429, "retry_after": 2, "headers": {"X-Why": "quota"}, "when": {"count": {"first": 2}, "per": {"header": "Idempotency-Key"}}}`)
 		sameJSON(t, "abort", doc["abort"], `{"percentage": 0.125, "at": "body", "after": 1024}`)
 		sameJSON(t, "latency", doc["latency"], `{"percentage": 0.25, "min": 0.2, "max": 0.5}`)
+		if doc["replace"] != 0.5 {
+			t.Errorf("replace: stored %v, want 0.5", doc["replace"])
+		}
 		for _, gone := range []string{"hang", "bandwidth"} {
 			if v, ok := doc[gone]; ok {
 				t.Errorf("%s is off but stored: %v", gone, v)
@@ -221,7 +244,7 @@ func testFaultCards(t *testing.T, b *browser, base string) {
 		b.t = t
 		b.open("/")
 		b.wait("the list", "document.querySelector('tr[data-proxy=payments]')")
-		if s := eval[string](b, "document.querySelector('tr[data-proxy=payments]').textContent"); !strings.Contains(s, "loss 35% → 429") || !strings.Contains(s, "abort 12.5% at body") ||
+		if s := eval[string](b, "document.querySelector('tr[data-proxy=payments]').textContent"); !strings.Contains(s, "loss 0.35 (35%) → 429") || !strings.Contains(s, "abort 0.125 (12.5%) at body") ||
 			strings.Contains(s, "hang") || !strings.Contains(s, "1 mock with its own") {
 			t.Errorf("payments' row: %q", s)
 		}

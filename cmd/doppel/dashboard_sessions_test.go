@@ -66,7 +66,7 @@ func testSessions(t *testing.T, other *browser) {
 		return status
 	}
 
-	b := &browser{t: t, ctx: other.ctx, base: base, shot: other.shot}
+	b := &browser{t: t, ctx: other.ctx, base: base, shot: other.shot, locale: other.locale}
 	b.do("opening the Doppel of the sessions", chromedp.Navigate(base+"/robots.txt"))
 	eval[bool](b, "localStorage.setItem('doppel.theme', 'light'), true")
 	keep := func(token string) {
@@ -140,19 +140,18 @@ func testSessions(t *testing.T, other *browser) {
 		if eval[bool](b, "document.getElementById('sessions-empty').checkVisibility()") {
 			t.Error("the empty state is still shown")
 		}
-		// Expires: the local time, the API's time in the tooltip, a countdown.
+		// Expires: the local time, the UTC time in the tooltip, a countdown.
 		expires := a["expires_at"].(string)
 		at, err := time.Parse(time.RFC3339Nano, expires)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cell := eval[[]string](b, "(() => { const e = "+row("suite-a")+".querySelector('.expires-at'); return [e.textContent, e.title]; })()")
-		if cell[1] != expires {
-			t.Errorf("the expiry's tooltip: %q, want %q", cell[1], expires)
+		times := b.checkTimes()
+		if got := eval[string](b, row("suite-a")+".querySelector('time.expires-at').getAttribute('datetime')"); got != at.UTC().Format("2006-01-02T15:04:05.000Z") {
+			t.Errorf("the expiry is drawn for %s, want %s", got, expires)
 		}
-		offset := eval[int](b, "new Date().getTimezoneOffset()")
-		if want := at.In(time.FixedZone("", -offset*60)).Format("15:04:05"); cell[0] != want {
-			t.Errorf("expires shows %q, want the local %q", cell[0], want)
+		if s := eval[string](b, "document.getElementById('sessions-fetched').textContent"); s != "Fetched "+timeIn(b, times, "sessions-fetched").Text {
+			t.Errorf("the page says %q", s)
 		}
 		countdown := func(id string) string {
 			return eval[string](b, row(id)+".querySelector('.countdown').textContent")
@@ -166,9 +165,6 @@ func testSessions(t *testing.T, other *browser) {
 		// It counts down by itself, every second.
 		first := countdown("suite-a")
 		b.wait("the countdown to move", row("suite-a")+".querySelector('.countdown').textContent !== "+strconv.Quote(first))
-		if !regexp.MustCompile(`^Fetched \d\d:\d\d:\d\d$`).MatchString(eval[string](b, "document.getElementById('sessions-fetched').textContent")) {
-			t.Error("the page does not say when it fetched")
-		}
 		for _, sel := range []string{row("suite-a") + ".querySelector('button.end')", row("suite-a") + ".querySelector('button.view')", "document.getElementById('sessions-refresh')"} {
 			if !eval[bool](b, "(() => { const e = "+sel+"; return !!e && !e.disabled && e.textContent.trim() !== ''; })()") {
 				t.Errorf("%s is missing, disabled or unlabelled for the admin", sel)
@@ -198,6 +194,21 @@ func testSessions(t *testing.T, other *browser) {
 		b.wait("suite-b gone", "!"+row("suite-b")+" && "+row("suite-a"))
 		if got := strings.Join(rows(), ", "); got != "suite-a|pay,shop|600 s" {
 			t.Errorf("the rows after the expiry: %s", got)
+		}
+	})
+
+	// A session that ends on another day has the date before its time.
+	t.Run("an expiry tomorrow", func(t *testing.T) {
+		b.t = t
+		create(t, `{"id": "suite-d", "ttl": 86400, "proxies": {"pay": {"loss": {"percentage": 0.25, "status": 502}}}}`)
+		b.click("#sessions-refresh")
+		b.wait("suite-d", row("suite-d"))
+		b.checkTimes()
+		if s := eval[string](b, row("suite-d")+".querySelector('time').textContent"); !regexp.MustCompile(`^\d\d/\d\d/\d{4}, \d{1,2}:\d\d:\d\d [AP]M$`).MatchString(s) {
+			t.Errorf("suite-d expires %q, want the date and the time", s)
+		}
+		if status, _ := adminCall(t, base, "DELETE", "/api/v1/sessions/suite-d", ""); status != 204 {
+			t.Fatalf("ending suite-d: %d", status)
 		}
 	})
 
@@ -246,6 +257,9 @@ func testSessions(t *testing.T, other *browser) {
 		}
 		if s := eval[string](b, "document.querySelector('#session-detail p.muted').textContent"); !strings.Contains(s, "X-Doppel-Session: suite-a") || !strings.Contains(s, "ttl 600 s") {
 			t.Errorf("the detail's line: %q", s)
+		}
+		if e := timeIn(b, b.checkTimes(), "session-detail"); e.Datetime != eval[string](b, row("suite-a")+".querySelector('time').getAttribute('datetime')") {
+			t.Errorf("the detail's expiry is %s, not the row's", e.Datetime)
 		}
 		if !eval[bool](b, row("suite-a")+".classList.contains('selected')") {
 			t.Error("the row shown is not marked")

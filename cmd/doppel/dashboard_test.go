@@ -98,10 +98,11 @@ func adminCall(t *testing.T, base, method, path, body string, header ...string) 
 }
 
 type browser struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
-	shot string // where screenshots go; "" for none
+	t      *testing.T
+	ctx    context.Context
+	base   string
+	shot   string // where screenshots go; "" for none
+	locale string // the tab's locale, browserLocale unless emulate changed it
 }
 
 // do runs the actions with a deadline, failing the test with what.
@@ -232,8 +233,9 @@ func (b *browser) visibility(state string) {
 }
 
 // newBrowser starts headless Chromium on the dashboard at base, in the
-// light theme. Every page it loads is watched: any Content-Security-Policy
-// violation fails the test when it ends.
+// light theme, in browserLocale and browserZone. Every page it loads is
+// watched: any Content-Security-Policy violation fails the test when it
+// ends.
 func newBrowser(t *testing.T, exe, base string) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.WindowSize(1280, 860),
@@ -277,6 +279,7 @@ func newBrowser(t *testing.T, exe, base string) *browser {
 			t.Errorf("the page violated its Content-Security-Policy:\n%s", strings.Join(violations, "\n"))
 		}
 	})
+	b.emulate(browserLocale, browserZone)
 	// Light theme whatever the host prefers; the dark one is asked for below.
 	b.do("starting the browser", chromedp.Navigate(base+"/robots.txt"))
 	eval[bool](b, "localStorage.setItem('doppel.theme', 'light'), true")
@@ -323,11 +326,16 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 		// The upstream is shown without its credentials.
 		if s := eval[string](b, "document.querySelector('tr[data-proxy=alpha]').textContent"); strings.Contains(s, "secret") || !strings.Contains(s, "api.example.com") ||
-			!strings.Contains(s, "header X-Backend") || !strings.Contains(s, "latency 25%") {
+			!strings.Contains(s, "header X-Backend") || !strings.Contains(s, "latency 0.25 (25%) 0.1–0.5 s") {
 			t.Errorf("alpha's row: %q", s)
 		}
-		if s := eval[string](b, "document.querySelector('tr[data-proxy=zeta]').textContent"); !strings.Contains(s, "loss 10% → 503") || !strings.Contains(s, "default") {
+		if s := eval[string](b, "document.querySelector('tr[data-proxy=zeta]').textContent"); !strings.Contains(s, "loss 0.1 (10%) → 503") || !strings.Contains(s, "default") {
 			t.Errorf("zeta's row: %q", s)
+		}
+		// When it fetched: the browser's clock, the UTC time on hover.
+		times := b.checkTimes()
+		if s := eval[string](b, "document.getElementById('refreshed').textContent"); s != "Fetched "+timeIn(b, times, "refreshed").Text {
+			t.Errorf("the list says %q", s)
 		}
 		b.click("tr[data-proxy=zeta] a")
 		b.wait("the form", "document.querySelector('[data-path=\"url\"]')")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,6 +156,24 @@ func TestDashboardShowsTraffic(t *testing.T) {
 		if s := eval[string](b, "document.getElementById('request-detail').innerText"); strings.Contains(s, "s3cret") || !strings.Contains(s, "X-Backend") ||
 			!strings.Contains(s, "LOSS_INJECTED") || !strings.Contains(s, "GET /pay") {
 			t.Errorf("the detail: %q", s)
+		}
+		// Each row's time and the detail's: the browser's clock to the
+		// millisecond, the UTC time on hover.
+		times := b.checkTimes()
+		rowTimes := 0
+		for _, e := range times {
+			if e.Where == "requests-body" {
+				rowTimes++
+				if !regexp.MustCompile(`:\d\d\.\d{3} [AP]M$`).MatchString(e.Text) {
+					t.Errorf("a row's time without its milliseconds: %q", e.Text)
+				}
+			}
+		}
+		if rowTimes != 6 {
+			t.Errorf("%d rows with a time, want 6", rowTimes)
+		}
+		if e := timeIn(b, times, "request-detail"); e.Datetime != eval[string](b, "document.querySelector('#requests-body tr:nth-child(4) time').getAttribute('datetime')") {
+			t.Errorf("the detail's time is %s, not its row's", e.Datetime)
 		}
 		b.click(`#requests-body tr:nth-child(6)`) // the first GET /hello
 		b.wait("the response body", "document.getElementById('detail-response').textContent.includes('\"hello\": \"world\"') || document.getElementById('detail-response').textContent.includes('\"hello\":\"world\"')")

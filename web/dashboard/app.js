@@ -1,11 +1,12 @@
 // The dashboard: a client of the admin API with the same token rules.
 // Routes: '' (the proxies), 'new', 'proxies/<name>', 'requests', 'sessions', 'status'.
 import { access, call, forgetToken, keepToken, refusal, root, token, tokenExpiry, whenUnauthorized } from './api.js';
-import { FAULTS, sizeText } from './faults.js';
+import { FAULTS, shareText, sizeText } from './faults.js';
 import { el } from './form.js';
 import { proxyPage } from './proxy.js';
 import { requestsPage } from './requests.js';
 import { sessionsPage } from './sessions.js';
+import { timeEl } from './time.js';
 
 const main = document.getElementById('main');
 const refreshKey = 'doppel.refresh-ms';
@@ -321,28 +322,24 @@ function upstream(url) {
   }
 }
 
-function percent(x) {
-  return Math.round(x * 1000) / 10 + '%';
-}
-
 // faults names what is on, in the order a request rolls them.
 function faults(p) {
   const on = (f) => f && f.percentage > 0;
   const out = [];
   if (on(p.loss)) {
-    out.push('loss ' + percent(p.loss.percentage) + ' → ' + p.loss.status);
+    out.push('loss ' + shareText(p.loss.percentage) + ' → ' + p.loss.status);
   }
   if (on(p.abort)) {
-    out.push('abort ' + percent(p.abort.percentage) + ' at ' + p.abort.at);
+    out.push('abort ' + shareText(p.abort.percentage) + ' at ' + p.abort.at);
   }
   if (on(p.hang)) {
-    out.push('hang ' + percent(p.hang.percentage) + ' ' + p.hang.seconds + ' s');
+    out.push('hang ' + shareText(p.hang.percentage) + ' ' + p.hang.seconds + ' s');
   }
   if (on(p.bandwidth)) {
-    out.push('bandwidth ' + percent(p.bandwidth.percentage) + ' ' + sizeText(p.bandwidth.bytes_per_second) + '/s');
+    out.push('bandwidth ' + shareText(p.bandwidth.percentage) + ' ' + sizeText(p.bandwidth.bytes_per_second) + '/s');
   }
   if (on(p.latency)) {
-    out.push('latency ' + percent(p.latency.percentage) + ' ' + p.latency.min + '–' + p.latency.max + ' s');
+    out.push('latency ' + shareText(p.latency.percentage) + ' ' + p.latency.min + '–' + p.latency.max + ' s');
   }
   const mocked = (p.mocks || []).filter((m) => m.proxy && FAULTS.some((k) => on(m.proxy[k]))).length;
   if (mocked) {
@@ -430,7 +427,7 @@ async function listPage(signal) {
       return;
     }
     lastFetch = Date.now();
-    stamp.textContent = 'Fetched ' + new Date(lastFetch).toLocaleTimeString();
+    stamp.replaceChildren('Fetched ', timeEl(lastFetch));
     if (!proxies.length) {
       body.replaceChildren(el('p', { class: 'muted', id: 'empty', text: 'No proxies yet.' }));
       return;

@@ -5,23 +5,7 @@
 // cards, outside the form: a read-only caller sees and refreshes them.
 import { call, refusal } from './api.js';
 import { el } from './form.js';
-
-const two = (n) => String(n).padStart(2, '0');
-
-// localTime is an RFC 3339 time as this browser's local time: the clock
-// alone for today, the date before it otherwise.
-export function localTime(time) {
-  const d = new Date(time);
-  if (Number.isNaN(d.getTime())) {
-    return String(time);
-  }
-  const clock = two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds());
-  const now = new Date();
-  if (d.getFullYear() === now.getFullYear() && d.getMonth() === now.getMonth() && d.getDate() === now.getDate()) {
-    return clock;
-  }
-  return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + ' ' + clock;
-}
+import { timeEl } from './time.js';
 
 // perHeader is the header a fault counts per in the stored document
 // (mock null for the proxy's own fault), or '' when it counts per client
@@ -86,7 +70,7 @@ export function countersSection(app, name, stored, signal) {
       c.mock === null ? el('td', { class: 'muted', text: 'proxy' }) : el('td', { text: c.mock }),
       keyCell(doc, c),
       el('td', { class: 'num', text: String(c.count) }),
-      el('td', { class: 'nowrap', text: localTime(c.first_seen), title: c.first_seen }))));
+      el('td', { class: 'nowrap' }, timeEl(c.first_seen)))));
     table.hidden = !counters.length;
     empty.hidden = !!counters.length;
   };
@@ -113,7 +97,7 @@ export function countersSection(app, name, stored, signal) {
     }
     error.hidden = true;
     draw(counters);
-    stamp.textContent = 'Fetched ' + localTime(new Date().toISOString());
+    stamp.replaceChildren('Fetched ', timeEl(new Date()));
     section.setAttribute('aria-busy', 'false');
     refreshButton.disabled = false;
     return true;

@@ -1,8 +1,8 @@
 // Fault cards: one per fault of a proxy, or of a mock's proxy block, in
 // the order a request rolls them (loss, abort, hang, bandwidth, latency).
 // A card's switch says whether its key is in the document: off removes
-// it. The share is typed as a percentage and kept as the fraction the
-// document holds. The line under the parameters says, in words, what a
+// it. A share is typed and shown as the fraction the document holds
+// (0.1), its percentage beside it (10%). The line under the parameters says, in words, what a
 // client meets when the fault fires with them. Each card has the
 // contract of a SchemaForm field: {el, get, check, mark}.
 import { el } from './form.js';
@@ -76,11 +76,15 @@ function duration(seconds) {
   return round(seconds / 86400) + ' days';
 }
 
-// A share is shown in percent and kept as a fraction. toPrecision drops
-// the float noise of the division: 35 % is 0.35, not 0.35000000000000003.
-const toPercent = (f) => Number((f * 100).toPrecision(15));
-const toFraction = (p) => Number((p / 100).toPrecision(15));
-const percentText = (f) => toPercent(f).toLocaleString('en', { maximumFractionDigits: 6 }) + '%';
+// A share is the fraction the document holds; its percentage is only
+// said beside it. toPrecision drops the float noise of the product:
+// 0.35 is 35%, not 35.00000000000001%.
+const percentText = (f) => Number((f * 100).toPrecision(15)).toLocaleString('en', { maximumFractionDigits: 6 }) + '%';
+
+// shareText is a share as the page shows it everywhere: 0.1 (10%).
+export function shareText(f) {
+  return String(f) + ' (' + percentText(f) + ')';
+}
 
 function list(parts) {
   return parts.length < 2 ? parts.join('') : parts.slice(0, -1).join(', ') + ' and ' + parts.at(-1);
@@ -130,7 +134,7 @@ export function clientSees(kind, v, mock) {
 }
 
 // param is one labelled input of a card: {name, el, input, get, check,
-// mark, ok}. kind: percent, number, size, enum. get() is the value as it
+// mark, ok}. kind: share, number, size, enum. get() is the value as it
 // goes into the document (undefined when left empty); an input left as
 // loaded gives back the loaded value exactly.
 function param(forms, o) {
@@ -143,7 +147,7 @@ function param(forms, o) {
     input.value = o.value === undefined ? o.options[0][0] : o.value;
   } else {
     if (typeof o.value === 'number') {
-      shown = String(o.kind === 'percent' ? toPercent(o.value) : o.kind === 'size' ? spellSize(o.value) : o.value);
+      shown = String(o.kind === 'size' ? spellSize(o.value) : o.value);
     } else if (o.value !== undefined && o.value !== null) {
       shown = String(o.value);
     }
@@ -168,18 +172,21 @@ function param(forms, o) {
       return Number.isNaN(n) ? raw : n;
     }
     const n = Number(raw);
-    if (Number.isNaN(n)) {
-      return raw;
-    }
-    return o.kind === 'percent' ? toFraction(n) : n;
+    return Number.isNaN(n) ? raw : n;
   };
   const problem = () => {
     const v = get();
     if (v === undefined) {
       return o.required ? 'Required.' : '';
     }
-    if (o.kind === 'percent') {
-      return typeof v === 'number' && v >= 0 && v <= 1 ? '' : 'A percentage, 0 to 100.';
+    if (o.kind === 'share') {
+      if (typeof v === 'number' && v >= 0 && v <= 1) {
+        return '';
+      }
+      // 10 is most likely meant as 10%: say what to type for it.
+      return typeof v === 'number' && v > 1 && v <= 100
+        ? 'A fraction, 0 to 1: for ' + v + '%, type ' + Number((v / 100).toPrecision(15)) + '.'
+        : 'A fraction, 0 to 1: 0.1 is one in ten.';
     }
     if (o.kind === 'size') {
       if (typeof v !== 'number' || !Number.isInteger(v)) {
@@ -192,13 +199,23 @@ function param(forms, o) {
     }
     return forms.problem(o.node, v);
   };
+  // A share's unit says its percentage as typed: = 10% of requests.
+  const unit = o.unit ? el('span', { class: 'unit', text: o.unit }) : null;
+  const sayUnit = () => {
+    if (o.kind === 'share' && unit) {
+      const v = get();
+      unit.textContent = (typeof v === 'number' && problem() === '' ? '= ' + percentText(v) + ' ' : '') + o.unit;
+    }
+  };
   const check = () => {
     const p = problem();
     msg.textContent = p;
     input.setAttribute('aria-invalid', p ? 'true' : 'false');
+    sayUnit();
     return p ? 1 : 0;
   };
   input.addEventListener(o.kind === 'enum' ? 'change' : 'input', check);
+  sayUnit();
   const mark = (rest, message) => {
     if (rest !== '') {
       return null;
@@ -209,17 +226,17 @@ function param(forms, o) {
   };
   const node = el('div', { class: 'param', 'data-param': o.name },
     el('label', { for: id, text: o.label }),
-    el('div', { class: 'with-unit' }, input, o.unit ? el('span', { class: 'unit', text: o.unit }) : null),
+    el('div', { class: 'with-unit' }, input, unit),
     msg);
   return { name: o.name, el: node, input, get, check, mark, ok: () => problem() === '', say: (text) => { msg.textContent = text; input.setAttribute('aria-invalid', text ? 'true' : 'false'); } };
 }
 
 // shareField is a share outside the cards (replace) in the same terms:
-// a percentage on the page, the fraction in the document; left empty, the
-// key is left out. The contract of a SchemaForm field.
+// the fraction, its percentage beside it; left empty, the key is left
+// out. The contract of a SchemaForm field.
 export function shareField(forms, node, value, path, label, unit, placeholder) {
   const s = forms.resolve(node);
-  const q = param(forms, { name: label, label, unit, kind: 'percent', value, path, placeholder });
+  const q = param(forms, { name: label, label, unit, kind: 'share', value, path, placeholder });
   const labelEl = q.el.querySelector('label');
   const field = el('div', { class: 'field share' }, labelEl,
     el('div', { class: 'control' }, q.el.querySelector('.with-unit'), q.el.querySelector('.msg'),
@@ -242,7 +259,7 @@ export function faultCard(forms, kind, node, value, path, ctx = {}) {
   toggle.checked = present;
   const state = el('span', { class: 'state', 'aria-hidden': 'true' });
   const p = (o) => param(forms, { node: props[o.name], value: at(o.name), path: path + '.' + o.name, ...o });
-  const share = param(forms, { name: 'percentage', label: 'share', unit: '% of ' + noun, kind: 'percent', value: at('percentage'), path: path + '.percentage', required: true });
+  const share = param(forms, { name: 'percentage', label: 'share', unit: 'of ' + noun, kind: 'share', value: at('percentage'), path: path + '.percentage', required: true });
   const params = [share];
   let headers = null;
   let shows = () => true; // whether a parameter is in force
@@ -370,8 +387,8 @@ export function faultCard(forms, kind, node, value, path, ctx = {}) {
     const f = v.percentage;
     // With when, the share is of what it admits.
     const of = v.when !== undefined ? 'the ' + noun + ' its when admits' : noun;
-    seesShare.textContent = f === 1 ? (v.when !== undefined ? ' in every one of ' + of : ' in every ' + noun.replace(/s$/, '')) : f === 0 ? '' : ' in ' + percentText(f) + ' of ' + of;
-    seesText.textContent = f === 0 ? 'nothing different: at 0% this fault never fires.' : clientSees(kind, v, !!ctx.mock);
+    seesShare.textContent = f === 1 ? (v.when !== undefined ? ' in every one of ' + of : ' in every ' + noun.replace(/s$/, '')) : f === 0 ? '' : ' in ' + shareText(f) + ' of ' + of;
+    seesText.textContent = f === 0 ? 'nothing different: at 0 this fault never fires.' : clientSees(kind, v, !!ctx.mock);
   };
   card.addEventListener('input', () => {
     groupMsg.hidden = true;
@@ -413,8 +430,8 @@ export function faultCard(forms, kind, node, value, path, ctx = {}) {
     const q = m && named(m[1]);
     return q && shows(q) ? q.mark(m[2], message) : null;
   };
-  // summary: "abort 10%" while on, '' while off.
-  const summary = () => (toggle.checked && share.ok() ? kind + ' ' + percentText(share.get()) : toggle.checked ? kind : '');
+  // summary: "abort 0.1 (10%)" while on, '' while off.
+  const summary = () => (toggle.checked && share.ok() ? kind + ' ' + shareText(share.get()) : toggle.checked ? kind : '');
   return { el: card, get, check, mark, summary };
 }
 
@@ -435,7 +452,7 @@ export function mockFaults(forms, s, value, label, required, path) {
   });
   const others = order.filter((k) => !fields.has(k)).map((k) => {
     const f = k === 'replace'
-      ? shareField(forms, props[k], v[k], path + '.' + k, k, '% of the requests it matches', 'the proxy\'s')
+      ? shareField(forms, props[k], v[k], path + '.' + k, k, 'of the requests it matches', 'the proxy\'s')
       : forms.build(props[k], v[k], k, (s.required || []).includes(k), path + '.' + k);
     fields.set(k, f);
     return f;

@@ -74,7 +74,7 @@ function proxyForm(forms, doc, opts) {
   const fields = new Map();
   const build = (name) => {
     const f = name === 'replace'
-      ? shareField(forms, props[name], doc[name], name, name, '% of matching requests', '100')
+      ? shareField(forms, props[name], doc[name], name, name, 'of matching requests', '1')
       : forms.build(props[name], doc[name], name, required.includes(name), name);
     fields.set(name, f);
     return f.el;

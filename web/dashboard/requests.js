@@ -2,6 +2,7 @@
 // proxy listener records them (GET /api/v1/requests/stream).
 import { call, events, refusal } from './api.js';
 import { el } from './form.js';
+import { timeEl } from './time.js';
 
 // At most this many entries are kept, and drawn, by the page: the oldest
 // go first. The journal itself keeps journal.size.
@@ -61,14 +62,6 @@ function statusMatches(filter, status) {
     return Math.floor(status / 100) === Number(f[0]);
   }
   return String(status) === f;
-}
-
-// clock is the local time of day to the millisecond: requests a test
-// sends often share a second.
-function clock(time) {
-  const d = new Date(time);
-  const two = (n) => String(n).padStart(2, '0');
-  return two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds()) + '.' + String(d.getMilliseconds()).padStart(3, '0');
 }
 
 function statusClass(status) {
@@ -163,7 +156,7 @@ export async function requestsPage(app, signal) {
   const rowOf = (e) => {
     const f = faultsOf(e.fault);
     const tr = el('tr', { class: 'entry-row' + (e === selected ? ' selected' : ''), tabindex: '0', 'data-id': e.id, title: 'Show the headers and bodies' },
-      el('td', { class: 'mono nowrap', text: clock(e.time), title: e.time }),
+      el('td', { class: 'mono nowrap' }, timeEl(e.time, { ms: true })),
       el('td', { class: 'mono', text: e.method }),
       el('td', { class: 'mono path', text: e.path + (e.query ? '?' + e.query : '') }),
       el('td', { text: e.proxy || '—' }),
@@ -258,7 +251,7 @@ export async function requestsPage(app, signal) {
       el('div', { class: 'head' },
         el('h2', {}, el('span', { class: 'mono', text: e.method + ' ' + e.path + (e.query ? '?' + e.query : '') }), ' ',
           statusTag(e.status)), close),
-      el('p', { class: 'muted', text: 'Request ' + e.id + ' at ' + e.time + ' from ' + (e.client || 'unknown') + (e.session ? ', session ' + e.session : '') }),
+      el('p', { class: 'muted' }, 'Request ' + e.id + ' at ', timeEl(e.time, { ms: true }), ' from ' + (e.client || 'unknown') + (e.session ? ', session ' + e.session : '')),
       e.tunnel ? el('p', { id: 'detail-tunnel', text: tunnelText(e.tunnel) }) : '',
       el('div', { class: 'exchange' },
         el('section', { id: 'detail-request' }, el('h3', { text: 'Request headers' }), headerList(e.headers),

@@ -2,9 +2,9 @@
 // expire first, each with a countdown; what one lays over each proxy
 // (GET /api/v1/sessions/<id>); End (DELETE /api/v1/sessions/<id>).
 import { call, refusal, root } from './api.js';
-import { localTime } from './counters.js';
 import { el } from './form.js';
 import { dump as toYAML } from './js-yaml.js';
+import { timeEl } from './time.js';
 
 // The list is fetched again this often while the page is open and the tab
 // visible. The browser tests shorten it with a localStorage entry.
@@ -150,7 +150,7 @@ export async function sessionsPage(app, signal) {
     const tr = el('tr', { class: 'entry-row' + (s.id === selected ? ' selected' : ''), 'data-id': s.id, tabindex: '0', title: 'Show what it lays over each proxy' },
       el('td', { class: 'mono id', text: s.id }),
       el('td', {}, (s.proxies || []).map((p) => el('span', { class: 'tag', text: p }))),
-      el('td', { class: 'nowrap' }, el('span', { class: 'expires-at', text: localTime(s.expires_at), title: s.expires_at }), ' ',
+      el('td', { class: 'nowrap' }, timeEl(s.expires_at, { class: 'expires-at' }), ' ',
         el('span', { class: 'countdown', 'data-expires': String(expires), text: countdown(expires) })),
       el('td', { class: 'num nowrap', text: seconds(s.ttl) }),
       el('td', { class: 'row-actions' },
@@ -210,7 +210,7 @@ export async function sessionsPage(app, signal) {
       closeDetail();
     }
     draw();
-    stamp.textContent = 'Fetched ' + localTime(new Date().toISOString());
+    stamp.replaceChildren('Fetched ', timeEl(new Date()));
     body.setAttribute('aria-busy', 'false');
     return true;
   };
@@ -246,7 +246,7 @@ export async function sessionsPage(app, signal) {
     }
     const names = Object.keys(s.proxies || {}).sort();
     detail.replaceChildren(head,
-      el('p', { class: 'muted' }, 'Expires at ', el('span', { text: localTime(s.expires_at), title: s.expires_at }), ', ttl ' + seconds(s.ttl) + ', revision ',
+      el('p', { class: 'muted' }, 'Expires at ', timeEl(s.expires_at), ', ttl ' + seconds(s.ttl) + ', revision ',
         el('code', { text: s.revision }), '. Requests sending ', el('code', { text: 'X-Doppel-Session: ' + s.id }), ' meet, on each proxy below, what it lays over it:'),
       el('div', { class: 'overlays' }, names.map((n) => el('section', { class: 'overlay', 'data-proxy': n },
         el('h3', {}, el('a', { href: new URL('proxies/' + encodeURIComponent(n), root).pathname, 'data-route': 'proxies/' + encodeURIComponent(n), text: n })),
