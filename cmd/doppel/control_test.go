@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -258,5 +259,61 @@ func TestTheReadmesTokenAddWorks(t *testing.T) {
 	created := call(t, "POST", "http://"+admin+"/api/v1/proxies", `{"proxy": {"name": "made-by-me", "type": "http", "url": "http://127.0.0.1:9", "resolve": {"type": "header", "header": "X-Me"}}}`, bearer(lines[1])...)
 	if created.status != 201 {
 		t.Errorf("the README's token cannot write: %d %s", created.status, created.body)
+	}
+}
+
+// TestTheControlSocketNeverRemovesAFile: what is at control.socket and is
+// not a socket (a regular file, a directory) refuses the start, named and
+// untouched; at exit the path is removed only while it is Doppel's own
+// socket; starting leaves nothing else in the directory.
+func TestTheControlSocketNeverRemovesAFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("zeta", "http://127.0.0.1:9", ""))
+	sock := filepath.Join(dir, "doppel.sock")
+	for kind, make := range map[string]func() error{
+		"regular file": func() error { return os.WriteFile(sock, []byte("precious"), 0o644) },
+		"directory":    func() error { return os.Mkdir(sock, 0o755) },
+	} {
+		if err := make(); err != nil {
+			t.Fatal(err)
+		}
+		r := doppel(t, invocation{args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}})
+		if r.code != wantRejected || !strings.Contains(r.stderr, sock+" holds a "+kind+", not a socket") {
+			t.Errorf("a %s at control.socket: %s", kind, r)
+		}
+		fi, err := os.Lstat(sock)
+		if err != nil || (kind == "directory") != fi.IsDir() {
+			t.Fatalf("the %s at control.socket is gone: %v", kind, err)
+		}
+		if kind == "regular file" && readFile(t, sock) != "precious" {
+			t.Errorf("the file was changed")
+		}
+		if err := os.RemoveAll(sock); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	p := startProc(t, invocation{args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}})
+	p.waitServing()
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("the socket: %v %v", fi, err)
+	}
+	if got := listDir(t, dir); !slices.Equal(got, []string{"doppel.sock", "main.yaml"}) {
+		t.Errorf("starting left %v in the directory", got)
+	}
+	// Something else takes the path while it serves: it stays at exit.
+	if err := os.Remove(sock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sock, []byte("someone else's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.waitExit(exitTimeout); code != wantOK {
+		t.Fatalf("exit %d\n%s", code, p)
+	}
+	if got := readFile(t, sock); got != "someone else's" {
+		t.Errorf("the file at the socket's path after exit: %q", got)
 	}
 }

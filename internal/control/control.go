@@ -67,35 +67,97 @@ type Server struct {
 	envNames []config.Name // token names DOPPEL_ADMIN_TOKENS claims
 	ln       net.Listener
 	path     string
+	made     fs.FileInfo // the socket at path, as Listen made it
 	wg       sync.WaitGroup
 }
 
 // Listen creates the socket at path (mode 0600). Its directory must exist.
 // A socket file with nothing behind it (left by a crash) is replaced; a
-// live one belongs to another process and is never taken over.
+// live one belongs to another process and is never taken over, and
+// anything else at path (a regular file, a directory) is never removed:
+// the start is refused, naming it.
+//
+// The socket is bound inside a directory of its own (mode 0700), made
+// 0600 there, then linked into place: it is never reachable wider than
+// its owner, not even between the bind and the chmod, and the process's
+// umask is left alone.
 func Listen(path string, ctl *change.Controller, envNames []config.Name) (*Server, error) {
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("the control socket's directory %s does not exist (control.socket, or --socket)", dir)
 	}
-	if _, err := os.Lstat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("the control socket %s is in use by another process: another doppel serve is running with it (set control.socket or --socket for this one)", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("cannot replace the stale control socket %s: %w", path, err)
-		}
+	if err := clearStale(path); err != nil {
+		return nil, err
 	}
-	ln, err := net.Listen("unix", path)
+	private, err := os.MkdirTemp(dir, ".dpl")
+	if err != nil {
+		return nil, fmt.Errorf("the control socket cannot be created in %s: %w", dir, err)
+	}
+	defer os.RemoveAll(private)
+	bound := filepath.Join(private, "s")
+	ln, err := net.Listen("unix", bound)
 	if err != nil {
 		return nil, fmt.Errorf("the control socket cannot be created at %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	// The path it was bound at goes with the directory; the one it is
+	// served at is removed by Close, and only while it is this socket.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(bound, 0o600); err != nil {
 		ln.Close()
 		return nil, err
 	}
-	return &Server{ctl: ctl, envNames: envNames, ln: ln, path: path}, nil
+	// A link, unlike a rename, never replaces what appeared at path since
+	// it was looked at.
+	if err := os.Link(bound, path); err != nil {
+		ln.Close()
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("the control socket %s appeared while this doppel was starting: another process made it; nothing was removed", path)
+		}
+		return nil, fmt.Errorf("the control socket cannot be created at %s: %w", path, err)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &Server{ctl: ctl, envNames: envNames, ln: ln, path: path, made: fi}, nil
+}
+
+// clearStale makes room at path for the socket: nothing there, or a
+// socket nothing listens on (removed). A live socket, and anything that
+// is not a socket, refuse the start.
+func clearStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("the control socket %s cannot be looked at: %w", path, err)
+	}
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return fmt.Errorf("the control socket's path %s holds a %s, not a socket; doppel never removes it: move it away, or set control.socket (or --socket) to another path", path, kindOf(fi))
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("the control socket %s is in use by another process: another doppel serve is running with it (set control.socket or --socket for this one)", path)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("cannot replace the stale control socket %s: %w", path, err)
+	}
+	return nil
+}
+
+func kindOf(fi fs.FileInfo) string {
+	switch m := fi.Mode(); {
+	case m.IsRegular():
+		return "regular file"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	default:
+		return "file that is not a socket (" + m.Type().String() + ")"
+	}
 }
 
 // Serve answers connections until Close.
@@ -113,12 +175,15 @@ func (s *Server) Serve() {
 	}
 }
 
-// Close stops listening, waits for answers under way and removes the socket.
+// Close stops listening, waits for answers under way and removes the
+// socket, if what is at its path is still the socket Listen made.
 func (s *Server) Close() error {
 	err := s.ln.Close()
 	s.wg.Wait()
-	if rmErr := os.Remove(s.path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
-		err = rmErr
+	if now, statErr := os.Lstat(s.path); statErr == nil && os.SameFile(now, s.made) {
+		if rmErr := os.Remove(s.path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
+			err = rmErr
+		}
 	}
 	return err
 }
