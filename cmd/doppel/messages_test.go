@@ -1,0 +1,94 @@
+package main
+
+// What someone trying Doppel sees first (SPEC §18.3): each refusal says
+// what was wrong and what to do instead.
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// adminEnvelope sends one admin request with the given headers and returns
+// its status and envelope.
+func adminEnvelope(t *testing.T, method, url, body string, header map[string]string) (int, map[string]string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var env map[string]string
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatalf("%s %s: %d, not an envelope: %s", method, url, res.StatusCode, raw)
+	}
+	return res.StatusCode, env
+}
+
+// TestUnauthorizedSaysWhatWasSent: a 401 tells no token from a token
+// Doppel does not know, and a header without the Bearer scheme, never
+// echoing what was sent; a known token without the right is still 403.
+func TestUnauthorizedSaysWhatWasSent(t *testing.T) {
+	t.Parallel()
+	cfg := serveConfig(t, t.TempDir(), 0, 0, "")
+	p := startProc(t, invocation{
+		args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"},
+		env:  map[string]string{"DOPPEL_ADMIN_TOKENS": `{"reader": {"token": "` + envToken + `", "group": "user"}}`},
+	})
+	p.waitServing()
+	base := "http://" + lineField(p.waitLine("the admin listener", startTimeout, func(l string) bool {
+		return lineMsg(l) == "the admin API is listening"
+	}), "admin_addr")
+
+	const unknown = "9a9a9a9a-2222-4222-8222-9a9a9a9a9a9a"
+	for _, c := range []struct {
+		what   string
+		header map[string]string
+		status int
+		says   []string
+	}{
+		{"no token", nil, 401, []string{"no token was sent", "X-Proxy-Authorization: Bearer <token>"}},
+		{"no Bearer scheme", map[string]string{"X-Proxy-Authorization": unknown}, 401,
+			[]string{"no token was sent", "X-Proxy-Authorization is not of the form `Bearer <token>`"}},
+		{"an unknown token", map[string]string{"X-Proxy-Authorization": "Bearer " + unknown}, 401,
+			[]string{"Doppel does not know the token sent in X-Proxy-Authorization", "doppel token add"}},
+		{"an unknown token in Authorization", map[string]string{"Authorization": "Bearer " + unknown}, 401,
+			[]string{"Doppel does not know the token sent in Authorization"}},
+		{"a known token without the right", map[string]string{"X-Proxy-Authorization": "Bearer " + envToken}, 403,
+			[]string{"token reader may not list here"}},
+	} {
+		status, env := adminEnvelope(t, "GET", base+"/api/v1/proxies", "", c.header)
+		want := map[int]string{401: "UNAUTHORIZED", 403: "FORBIDDEN"}[c.status]
+		if status != c.status || env["code"] != want {
+			t.Errorf("%s: %d %v, want %d %s", c.what, status, env, c.status, want)
+			continue
+		}
+		for _, s := range c.says {
+			if !strings.Contains(env["message"], s) {
+				t.Errorf("%s: the message %q does not say %q", c.what, env["message"], s)
+			}
+		}
+		if strings.Contains(env["message"], unknown) {
+			t.Errorf("%s: the message echoes the token: %q", c.what, env["message"])
+		}
+	}
+	p.signal(syscall.SIGTERM)
+	p.waitExit(exitTimeout)
+	if out := p.stdout() + p.stderr.String(); strings.Contains(out, unknown) || strings.Contains(out, envToken) {
+		t.Error("a token reached the log")
+	}
+}
+
+var _ = time.Second
