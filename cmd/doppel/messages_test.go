@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // adminEnvelope sends one admin request with the given headers and returns
@@ -91,4 +90,42 @@ func TestUnauthorizedSaysWhatWasSent(t *testing.T) {
 	}
 }
 
-var _ = time.Second
+// TestAdminBodyNotJSON: every admin endpoint that reads a JSON body
+// refuses one that is not JSON with 400 CONFIG_INVALID naming the line and
+// column of the first error, also when it ends too soon.
+func TestAdminBodyNotJSON(t *testing.T) {
+	t.Parallel()
+	cfg := serveConfig(t, t.TempDir(), 0, 0, "proxies:\n"+proxyYAML("shop", "http://127.0.0.1:9", ""))
+	p := startProc(t, invocation{
+		args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"},
+		env:  map[string]string{"DOPPEL_ADMIN_TOKENS": `{"ci": {"token": "` + envToken + `", "group": "admin"}}`},
+	})
+	p.waitServing()
+	base := "http://" + lineField(p.waitLine("the admin listener", startTimeout, func(l string) bool {
+		return lineMsg(l) == "the admin API is listening"
+	}), "admin_addr")
+	auth := map[string]string{"X-Proxy-Authorization": "Bearer " + envToken, "Content-Type": "application/json"}
+	// A comma left out on line 3, as a hand-written body has it.
+	missingComma := "{\n  \"name\": \"fresh\",\n  \"type\": \"http\"\n  \"url\": \"http://127.0.0.1:9\"\n}"
+	for _, c := range []struct {
+		method, path, body, says string
+	}{
+		{"POST", "/api/v1/proxies", missingComma, `line 4, column 3: invalid character '"' after object key:value pair`},
+		{"PUT", "/api/v1/proxies/shop", "{\"proxy\": {\"name\": \"shop\",\n", "line 2, column 1: the body ends before its JSON value does"},
+		{"POST", "/api/v1/sessions", "{\"ttl\": 60,\n \"proxies\": {\"shop\": {}},}", "line 2, column 26: invalid character '}' looking for beginning of object key string"},
+		{"POST", "/api/v1/proxies/shop/record", "{\"apply\": tru}", "line 1, column 14: invalid character '}' in literal true (expecting 'e')"},
+		{"POST", "/api/v1/requests/verify", "{\"match\": {\"path\": \"^/x\"}} {}", "line 1, column 28: invalid character '{' after top-level value"},
+	} {
+		status, env := adminEnvelope(t, c.method, base+c.path, c.body, auth)
+		if status != 400 || env["code"] != "CONFIG_INVALID" || !strings.Contains(env["message"], "not valid JSON: "+c.says) {
+			t.Errorf("%s %s: %d %v, want 400 CONFIG_INVALID saying %q", c.method, c.path, status, env, c.says)
+		}
+	}
+	// JSON of the wrong shape says where too, in JSON's words.
+	status, env := adminEnvelope(t, "POST", base+"/api/v1/proxies/shop/record", "{\n  \"apply\": \"yes\"\n}", auth)
+	if status != 400 || !strings.Contains(env["message"], "line 2, column 16: apply must be true or false, not a string") {
+		t.Errorf("a string for a boolean: %d %v", status, env)
+	}
+	p.signal(syscall.SIGTERM)
+	p.waitExit(exitTimeout)
+}
