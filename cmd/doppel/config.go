@@ -58,7 +58,7 @@ nothing else.`,
 				if !errors.As(err, &inv) {
 					return failed("%v", err)
 				}
-				if err := write(cmd, strings.Join(inv.Lines(), "\n")+"\n"); err != nil {
+				if err := write(cmd, strings.Join(violationLines(inv, configPathOf(opts)), "\n")+"\n"); err != nil {
 					return err
 				}
 				return rejected
@@ -68,6 +68,19 @@ nothing else.`,
 	}
 	flags.register(cmd)
 	return cmd
+}
+
+// violationLines are the printed violations of a document read from file
+// ("" for the database): one about the whole document, without a path of
+// its own (a YAML syntax error, an empty file), names the file instead.
+func violationLines(inv *config.Invalid, file string) []string {
+	lines := inv.Lines()
+	for i, v := range inv.Violations {
+		if v.Path == "" && file != "" {
+			lines[i] = file + ": " + lines[i]
+		}
+	}
+	return lines
 }
 
 // readDocument reads the stored document's bytes, from the file or the

@@ -5,6 +5,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -128,4 +129,33 @@ func TestAdminBodyNotJSON(t *testing.T) {
 	}
 	p.signal(syscall.SIGTERM)
 	p.waitExit(exitTimeout)
+}
+
+// TestConfigFirstMistakes: a mis-indented key names the file, the line to
+// fix and how it stands against the line above, in `config validate` and
+// in `serve`; a document without admin says what to write.
+func TestConfigFirstMistakes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, "proxies:\n  - name: shop\n    type: http\n     url: http://127.0.0.1:9\n")
+	line := strings.Count(readFile(t, cfg), "\n") // the url's, the last
+	want := fmt.Sprintf("%s: YAML syntax error at column 6: mapping value is not allowed in this context; "+
+		"check the indentation of line %d: `url` starts in column 6, deeper than line %d (column 5), so it reads as more of that line's value; "+
+		"the keys of one mapping start in the same column (line %d)\n", cfg, line, line-1, line)
+
+	r := doppel(t, invocation{args: []string{"config", "validate", "--config", cfg}})
+	if r.code != wantRejected || r.stdout != want || r.stderr != "" {
+		t.Errorf("config validate: want exit 1 and stdout\n%s\ngot:\n%s", want, r)
+	}
+	p := startProc(t, invocation{args: []string{"serve", "--config", cfg}})
+	if code := p.waitExit(exitTimeout); code != wantRejected || !strings.Contains(p.stderr.String(), want) {
+		t.Errorf("serve: want exit 1 and on stderr\n%s\ngot:\n%s", want, p)
+	}
+
+	noAdmin := writeFile(t, dir, "no-admin.yaml", "server:\n  host: 127.0.0.1\n  port: 8080\n")
+	r = doppel(t, invocation{args: []string{"config", "validate", "--config", noAdmin}})
+	if r.code != wantRejected || !strings.HasPrefix(r.stdout, "admin: is required: where the admin API and the dashboard listen, for example `admin: {host: 127.0.0.1, port: 8081}`;") ||
+		!strings.Contains(r.stdout, "`doppel token add --name me --group admin --config <this file>`") {
+		t.Errorf("no admin block: want what to write, got:\n%s", r)
+	}
 }
