@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
@@ -157,5 +159,81 @@ func TestConfigFirstMistakes(t *testing.T) {
 	if r.code != wantRejected || !strings.HasPrefix(r.stdout, "admin: is required: where the admin API and the dashboard listen, for example `admin: {host: 127.0.0.1, port: 8081}`;") ||
 		!strings.Contains(r.stdout, "`doppel token add --name me --group admin --config <this file>`") {
 		t.Errorf("no admin block: want what to write, got:\n%s", r)
+	}
+}
+
+// TestUpstreamFailureCause: the request line of a 502 says why the
+// upstream failed, in one word and in the transport's own text, without
+// the credentials of the upstream's URL or the client's query; the
+// client's envelope keeps its code.
+func TestUpstreamFailureCause(t *testing.T) {
+	t.Parallel()
+	closed := freePorts(t, 1)[0] // nothing listens there once freePorts returns
+	// Reads the request, then resets the connection.
+	reset := tcpServer(t, func(c net.Conn) {
+		_, _ = c.Read(make([]byte, 4096))
+		_ = c.(*net.TCPConn).SetLinger(0)
+	})
+	// Reads the request, then closes without a word.
+	eof := tcpServer(t, func(c net.Conn) { _, _ = c.Read(make([]byte, 4096)) })
+	// Reads the request and never answers: the proxy's timeout ends it.
+	silent := make(chan struct{})
+	t.Cleanup(func() { close(silent) })
+	mute := tcpServer(t, func(c net.Conn) {
+		_, _ = c.Read(make([]byte, 4096))
+		<-silent
+	})
+	untrusted := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(untrusted.Close)
+
+	proxies := "proxies:\n"
+	for _, p := range []struct{ name, url string }{
+		{"refused", fmt.Sprintf("http://ci:upstream-s3cret@127.0.0.1:%d/", closed)},
+		{"dns", "http://nohost.invalid/"},
+		{"tls", untrusted.URL + "/"},
+		{"reset", "http://" + reset + "/"},
+		{"eof", "http://" + eof + "/"},
+	} {
+		proxies += proxyYAML(p.name, p.url, "X-Backend")
+	}
+	proxies += proxyYAML("timeout", "http://"+mute+"/", "X-Backend") + "    timeout: 1\n"
+	p, addr := serveUp(t, serveConfig(t, t.TempDir(), 0, 0, proxies), nil)
+
+	for _, c := range []struct {
+		backend, cause, says, code string
+		status                     int
+	}{
+		{"refused", "connection_refused", "connect: connection refused", "UPSTREAM_ERROR", 502},
+		{"dns", "dns", "lookup nohost.invalid", "UPSTREAM_ERROR", 502},
+		{"tls", "tls", "x509:", "UPSTREAM_ERROR", 502},
+		{"reset", "reset", "connection reset by peer", "UPSTREAM_ERROR", 502},
+		{"eof", "eof", "EOF", "UPSTREAM_ERROR", 502},
+		{"timeout", "timeout", "no answer within the proxy's timeout of 1s", "UPSTREAM_TIMEOUT", 504},
+	} {
+		path := "/orders/" + c.backend
+		r := mustGet(t, newClient(), "http://"+addr+path+"?api_key=client-s3cret", map[string]string{"X-Backend": c.backend})
+		if r.status != c.status || envelopeCode(t, string(r.body)) != c.code {
+			t.Errorf("%s: the client got %d %s, want %d %s", c.backend, r.status, r.body, c.status, c.code)
+		}
+		line := p.waitLine("the request line of "+path, startTimeout, func(l string) bool {
+			return lineMsg(l) == "request" && lineField(l, "path") == path
+		})
+		var got map[string]any
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatal(err)
+		}
+		errText, _ := got["error"].(string)
+		if got["cause"] != c.cause || !strings.Contains(errText, c.says) || got["code"] != c.code {
+			t.Errorf("%s: the request line says cause %v, error %q, code %v; want %s, %q, %s:\n%s", c.backend, got["cause"], errText, got["code"], c.cause, c.says, c.code, line)
+		}
+	}
+	// A request that succeeds carries neither.
+	for _, l := range p.jsonLines() {
+		if l["msg"] == "request" && l["status"] == json.Number("200") && (l["cause"] != nil || l["error"] != nil) {
+			t.Errorf("a success with a cause: %v", l)
+		}
+	}
+	if out := p.stdout() + p.stderr.String(); strings.Contains(out, "s3cret") {
+		t.Errorf("a credential reached the log:\n%s", out)
 	}
 }
