@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -235,5 +236,50 @@ func TestUpstreamFailureCause(t *testing.T) {
 	}
 	if out := p.stdout() + p.stderr.String(); strings.Contains(out, "s3cret") {
 		t.Errorf("a credential reached the log:\n%s", out)
+	}
+}
+
+// TestTakenPortSaysWhichSetting: a listener whose address is taken stops
+// serve naming the address, the key or flag that chose it, and the two
+// ways out.
+func TestTakenPortSaysWhichSetting(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { taken.Close() }) // after the parallel subtests
+	addr := taken.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	for _, c := range []struct {
+		name     string
+		server   int // 0: a free port
+		admin    int
+		body     string
+		args     []string
+		listener string
+		setting  string
+		chooseIn string
+	}{
+		{"--proxy-addr", 0, 0, "", []string{"--proxy-addr", addr}, "the proxy listener", "--proxy-addr or DOPPEL_PROXY_ADDR", "--proxy-addr"},
+		{"server.port", n, 0, "", nil, "the proxy listener", "server.host and server.port", "server.port (or --proxy-addr)"},
+		{"admin.port", 0, n, "", nil, "the admin listener", "admin.host and admin.port", "admin.port (or --admin-addr)"},
+		{"--admin-addr", 0, 0, "", []string{"--admin-addr", addr}, "the admin listener", "--admin-addr or DOPPEL_ADMIN_ADDR", "--admin-addr"},
+		{"toxiproxy.port", 0, 0, "toxiproxy: {host: 127.0.0.1, port: " + port + "}\n", nil, "the Toxiproxy API", "toxiproxy.host and toxiproxy.port", "toxiproxy.port"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := serveConfig(t, t.TempDir(), c.server, c.admin, c.body)
+			p := startProc(t, invocation{args: append([]string{"serve", "--config", cfg}, c.args...)})
+			if code := p.waitExit(exitTimeout); code != wantRejected {
+				t.Fatalf("want exit 1:\n%s", p)
+			}
+			want := c.listener + " cannot bind " + addr + " (set by " + c.setting + "): listen tcp " + addr + ": bind: address already in use; " +
+				"another process holds the port: stop it (`ss -ltnp 'sport = :" + port + "'` shows which), or choose another port in " + c.chooseIn
+			if !strings.Contains(p.stderr.String(), want) {
+				t.Errorf("stderr must say\n%s\n%s", want, p)
+			}
+		})
 	}
 }
