@@ -69,7 +69,7 @@ files it names, and writes nothing.`,
 				if !errors.As(err, &inv) {
 					return failed("%v", err)
 				}
-				if err := write(cmd, strings.Join(inv.Lines(), "\n")+"\n"); err != nil {
+				if err := write(cmd, strings.Join(violationLines(inv, configPathOf(opts)), "\n")+"\n"); err != nil {
 					return err
 				}
 				return rejected
@@ -118,6 +118,19 @@ func readStored(opts store.Options) ([]byte, store.Store, error) {
 		return nil, nil, failed("%v", err)
 	}
 	return src, db, nil
+}
+
+// violationLines are the printed violations of a document read from file
+// ("" for the database): one about the whole document, without a path of
+// its own (a YAML syntax error, an empty file), names the file instead.
+func violationLines(inv *config.Invalid, file string) []string {
+	lines := inv.Lines()
+	for i, v := range inv.Violations {
+		if v.Path == "" && file != "" {
+			lines[i] = file + ": " + lines[i]
+		}
+	}
+	return lines
 }
 
 // readDocument reads the stored document's bytes, from the file or the

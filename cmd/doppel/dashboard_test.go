@@ -399,8 +399,9 @@ func TestDashboardInABrowser(t *testing.T) {
 		keep(unknown, "Date.now() + 3600000") // as if the server had dropped the token meanwhile
 		b.set(`[data-path="timeout"]`, "31")
 		b.click("#save")
-		b.wait("the refused token forgotten", "document.getElementById('token-dialog').open && document.getElementById('token-reason').textContent.includes('refused')"+
-			" && localStorage.getItem('doppel.token') === null && document.getElementById('banner').textContent.includes('Not saved')")
+		// The page and the API say the same of it: Doppel does not know it.
+		b.wait("the refused token forgotten", "document.getElementById('token-dialog').open && document.getElementById('token-reason').textContent.includes('does not know the token kept')"+
+			" && localStorage.getItem('doppel.token') === null && document.getElementById('banner').textContent.includes('Not saved: Doppel does not know the token sent in X-Proxy-Authorization')")
 		b.wait("the caller shown as anonymous", "document.getElementById('caller').textContent === 'No token'")
 		signIn()
 		if v := eval[string](b, "document.querySelector('[data-path=\"timeout\"]').value"); v != "31" {

@@ -253,7 +253,7 @@ func loadDocument(opts store.Options) (*config.Document, *postgres.Store, error)
 		}
 		var inv *config.Invalid
 		if errors.As(err, &inv) {
-			return nil, nil, failed("the configuration is invalid:\n%s", strings.Join(inv.Lines(), "\n"))
+			return nil, nil, failed("the configuration is invalid:\n%s", strings.Join(violationLines(inv, configPathOf(opts)), "\n"))
 		}
 		return nil, nil, failed("%v", err)
 	}

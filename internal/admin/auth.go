@@ -90,7 +90,20 @@ type Caller struct {
 	Anonymous bool
 	Name      config.Name
 	Group     config.Name
+	// sent is what an anonymous caller presented, for the 401 to say;
+	// header is where it was read.
+	sent   presented
+	header string
 }
+
+// presented is what an anonymous caller sent in place of a known token.
+type presented int
+
+const (
+	sentNothing   presented = iota // neither header was sent
+	sentNotBearer                  // a header without the Bearer scheme
+	sentUnknown                    // a bearer token no token in force has
+)
 
 // tokens are those in force: the environment's first, then the
 // document's, less any whose name the environment claims.
@@ -111,23 +124,42 @@ func tokensInForce(doc *config.Document, env []Token) []Token {
 // over fixed-size digests, so the answer's timing says nothing about which
 // tokens are close, nor how long any of them is.
 func identify(r *http.Request, doc *config.Document, env []Token) Caller {
-	raw := r.Header.Get(string(doc.Admin.Auth.Header))
+	header := string(doc.Admin.Auth.Header)
+	raw := r.Header.Get(header)
 	if raw == "" {
-		raw = r.Header.Get("Authorization")
+		if raw = r.Header.Get("Authorization"); raw != "" {
+			header = "Authorization"
+		}
+	}
+	if raw == "" {
+		return Caller{Anonymous: true, sent: sentNothing, header: header}
 	}
 	value, ok := config.Bearer(raw)
 	if !ok {
-		return Caller{Anonymous: true}
+		return Caller{Anonymous: true, sent: sentNotBearer, header: header}
 	}
-	presented := config.DigestOf(value)
-	found := Caller{Anonymous: true}
+	digest := config.DigestOf(value)
+	found := Caller{Anonymous: true, sent: sentUnknown, header: header}
 	for _, t := range tokensInForce(doc, env) {
 		want := config.DigestOf(string(t.Value))
-		if subtle.ConstantTimeCompare(presented[:], want[:]) == 1 && found.Anonymous {
+		if subtle.ConstantTimeCompare(digest[:], want[:]) == 1 && found.Anonymous {
 			found = Caller{Name: t.Name, Group: t.Group}
 		}
 	}
 	return found
+}
+
+// unauthorized is the 401's message: what was sent in place of a known
+// token, never the token itself, and what to send instead.
+func (c Caller) unauthorized(doc *config.Document) string {
+	want := string(doc.Admin.Auth.Header) + ": Bearer <token>"
+	switch c.sent {
+	case sentNotBearer:
+		return "no token was sent: " + c.header + " is not of the form `Bearer <token>`; send " + want
+	case sentUnknown:
+		return "Doppel does not know the token sent in " + c.header + ": check it, or ask for one with `doppel token add`"
+	}
+	return "no token was sent: this action needs one; send " + want
 }
 
 // Action is one of the six admin actions.

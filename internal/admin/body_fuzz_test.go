@@ -6,10 +6,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/doppelproxy/doppel/internal/change"
+	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/store/file"
@@ -67,6 +69,24 @@ func checkAnswer(t *testing.T, what string, body []byte, rec *httptest.ResponseR
 	}
 }
 
+// positioned is how a refusal names where a body stops being JSON.
+var positioned = regexp.MustCompile(`^the body is not valid JSON: line [1-9][0-9]*, column [1-9][0-9]*: \S`)
+
+// checkPositioned asserts that a body which is not JSON (and neither too
+// large nor too deeply nested, refused before it is parsed) is refused
+// naming the line and column of its first error (SPEC §18.3).
+func checkPositioned(t *testing.T, what string, body []byte, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	if json.Valid(body) || len(body) > maxRecordBody || config.CheckNesting(body) != nil {
+		return
+	}
+	var got map[string]any
+	_ = json.Unmarshal(rec.Body.Bytes(), &got)
+	if msg, _ := got["message"].(string); rec.Code != 400 || got["code"] != "CONFIG_INVALID" || !positioned.MatchString(msg) {
+		t.Fatalf("%s answered %d to %q, which is not JSON, without naming the line and column: %s", what, rec.Code, body, rec.Body.String())
+	}
+}
+
 // FuzzProxyBody feeds arbitrary bytes as a proxy document: to readBody on
 // its own, and as the body of a PUT through the whole admin handler, with
 // or without the revision in force (so that some writes succeed and reach
@@ -99,6 +119,9 @@ func FuzzProxyBody(f *testing.F) {
 		"name: zeta\ntype: http\nurl: http://h\n",
 		`{"name": "zeta", "type": "http", "url": "http://h", "latency": {"percentage": 1, "min": 1e308, "max": 1e309}}`,
 		`{"name": "zeta", "type": "http", "url": "http://h", "timeout": -1, "replace": 2}`,
+		"{\n  \"name\": \"zeta\"\n  \"type\": \"http\"\n}",
+		"{\"proxy\": {\"name\": \"zeta\",\n",
+		`{"name": "zeta"} {}`,
 	} {
 		f.Add([]byte(s), true)
 		f.Add([]byte(s), false)
@@ -115,6 +138,7 @@ func FuzzProxyBody(f *testing.F) {
 			}
 		} else {
 			checkAnswer(t, "readBody", body, rec)
+			checkPositioned(t, "readBody", body, rec)
 		}
 
 		// The whole handler: PUT to the first proxy in force, with its
@@ -133,6 +157,7 @@ func FuzzProxyBody(f *testing.F) {
 		rec = httptest.NewRecorder()
 		documented(t, srv).ServeHTTP(rec, req)
 		checkAnswer(t, "PUT "+req.URL.Path, body, rec)
+		checkPositioned(t, "PUT "+req.URL.Path, body, rec)
 	})
 }
 
@@ -143,7 +168,7 @@ func FuzzRecordBody(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `{"match": "^/x"}`, `{"match": "("}`, `{"apply": true}`, `{"apply": true, "revision": "0000000000000000"}`,
 		`{"apply": true, "revision": "zz"}`, `{"session": "s-1", "since": "2026-01-01T00:00:00Z"}`, `{"since": "nope"}`,
-		`{"aply": 1}`, `[]`, `null`, ``, `{"match": 1}`, `{"match": "` + strings.Repeat("(", 200) + `"}`,
+		`{"aply": 1}`, `[]`, `null`, ``, `{"match": 1}`, "{\n \"match\": \"x\" \"apply\": true}", `{"apply": tru`, `{"match": "` + strings.Repeat("(", 200) + `"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -161,5 +186,6 @@ func FuzzRecordBody(f *testing.F) {
 		if rec.Code >= 400 && got["status"] != "error" {
 			t.Fatalf("%q: %d without the envelope: %s", body, rec.Code, rec.Body.String())
 		}
+		checkPositioned(t, "POST "+req.URL.Path, body, rec)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/jsonbody"
 	"github.com/goccy/go-yaml"
 )
 
@@ -116,8 +117,8 @@ func readBody(w http.ResponseWriter, r *http.Request) (*body, bool) {
 		return nil, false
 	}
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		apierr.Write(w, apierr.ConfigInvalid, "the body is not a JSON object: "+err.Error())
+	if err := jsonbody.Decode(raw, &top); err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, bodyProblem(err, "a JSON object"))
 		return nil, false
 	}
 	b := &body{}
@@ -146,6 +147,16 @@ func readBody(w http.ResponseWriter, r *http.Request) (*body, bool) {
 	}
 	b.proxy = p
 	return b, true
+}
+
+// bodyProblem is the message for a body jsonbody refused: where it is not
+// JSON, or where it is JSON but not shape.
+func bodyProblem(err error, shape string) string {
+	var je *jsonbody.Error
+	if errors.As(err, &je) && je.Syntax {
+		return "the body is not valid JSON: " + err.Error()
+	}
+	return "the body is not " + shape + ": " + err.Error()
 }
 
 // writeInvalid answers 400 CONFIG_INVALID with what a parse found: every

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/journal"
+	"github.com/doppelproxy/doppel/internal/jsonbody"
 	"github.com/doppelproxy/doppel/internal/record"
 )
 
@@ -56,10 +56,14 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req recordRequest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		apierr.Write(w, apierr.ConfigInvalid, `the body is {"revision", "match", "session", "since", "apply"}: `+err.Error())
+	if err := jsonbody.DecodeKnown(raw, &req); err != nil {
+		const shape = `{"revision", "match", "session", "since", "apply"}`
+		var unknown *jsonbody.UnknownKeyError
+		if errors.As(err, &unknown) {
+			apierr.Write(w, apierr.ConfigInvalid, fmt.Sprintf("unknown key %q: the body is %s", unknown.Key, shape))
+			return
+		}
+		apierr.Write(w, apierr.ConfigInvalid, bodyProblem(err, shape))
 		return
 	}
 	if req.Apply && !s.authorize(w, r, ActUpdate, s.inForce(name)) {

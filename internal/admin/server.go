@@ -384,7 +384,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, act Action, p
 // refuse answers 401 to an anonymous caller, 403 to a token.
 func (s *Server) refuse(w http.ResponseWriter, doc *config.Document, c Caller, act Action) {
 	if c.Anonymous {
-		apierr.Write(w, apierr.Unauthorized, "this action needs a token: send "+string(doc.Admin.Auth.Header)+": Bearer <token>")
+		apierr.Write(w, apierr.Unauthorized, c.unauthorized(doc))
 		return
 	}
 	apierr.Write(w, apierr.Forbidden, "token "+string(c.Name)+" may not "+string(act)+" here")

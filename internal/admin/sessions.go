@@ -12,6 +12,7 @@ import (
 
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/jsonbody"
 	"github.com/doppelproxy/doppel/internal/session"
 )
 
@@ -55,8 +56,8 @@ func (s *Server) readSessionBody(w http.ResponseWriter, r *http.Request) ([]byte
 	default:
 		if err := config.CheckNesting(raw); err != nil {
 			problem = err.Error()
-		} else if err := json.Unmarshal(raw, &top); err != nil {
-			problem = "the body is not a session: " + err.Error()
+		} else if err := jsonbody.Decode(raw, &top); err != nil {
+			problem = bodyProblem(err, "a session")
 		} else {
 			names = slices.Sorted(maps.Keys(top.Proxies))
 		}

@@ -58,7 +58,7 @@ func parseRoot(src []byte) (ast.Node, error) {
 	}
 	file, err := parser.ParseBytes(src, 0)
 	if err != nil {
-		return nil, invalid(syntaxViolation(err))
+		return nil, invalid(syntaxViolation(err, src))
 	}
 	var bodies []ast.Node
 	for _, d := range file.Docs {
@@ -175,18 +175,75 @@ func ParseProxy(src []byte) (*Proxy, error) {
 func invalid(v Violation) *Invalid { return &Invalid{Violations: []Violation{v}} }
 
 // syntaxViolation says where the parser stopped (line and column) and what
-// it expected; a tab in the indentation, which YAML refuses, is said so.
-func syntaxViolation(err error) Violation {
+// it expected; a tab in the indentation, which YAML refuses, is said so,
+// and a key indented unlike its neighbours is named with the fix.
+func syntaxViolation(err error, src []byte) Violation {
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil {
-		pos := ye.GetToken().Position
+		tk := ye.GetToken()
+		line, column := tk.Position.Line, tk.Position.Column
 		msg := ye.GetMessage()
 		if strings.Contains(msg, "'\t'") {
 			msg = "tabs are not allowed for indentation; indent with spaces"
+		} else if strings.HasSuffix(msg, "value is not allowed in this context") {
+			// A key indented deeper than its neighbours continues the value
+			// above it, and the parser stops at its colon on the next line:
+			// that line is the one to fix.
+			if strings.HasPrefix(msg, "mapping") && tk.Next != nil && tk.Next.Position.Line > line {
+				line = tk.Next.Position.Line
+				column = indentOf(sourceLine(src, line)) + 1
+			}
+			msg += "; " + indentationHint(src, line, column)
 		}
-		return Violation{Message: fmt.Sprintf("YAML syntax error at column %d: %s", pos.Column, msg), Line: pos.Line}
+		return Violation{Message: fmt.Sprintf("YAML syntax error at column %d: %s", column, msg), Line: line}
 	}
 	return Violation{Message: "YAML syntax error: " + err.Error()}
+}
+
+// indentationHint names the key on line at column and how it is indented
+// against the line above it.
+func indentationHint(src []byte, line, column int) string {
+	key, _, _ := strings.Cut(strings.TrimSpace(sourceLine(src, line)), ":")
+	key = strings.TrimSpace(strings.TrimPrefix(key, "- "))
+	hint := fmt.Sprintf("check the indentation of line %d: `%s` starts in column %d", line, key, column)
+	for above := line - 1; above >= 1; above-- {
+		text := sourceLine(src, above)
+		if t := strings.TrimSpace(text); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		switch c := keyColumn(text); {
+		case c < column:
+			hint += fmt.Sprintf(", deeper than line %d (column %d), so it reads as more of that line's value", above, c)
+		case c > column:
+			hint += fmt.Sprintf(", and lines up with no key above it (line %d starts in column %d)", above, c)
+		default:
+			hint += fmt.Sprintf(", as line %d does", above)
+		}
+		break
+	}
+	return hint + "; the keys of one mapping start in the same column"
+}
+
+// sourceLine is the 1-based line of src, "" past its end.
+func sourceLine(src []byte, line int) string {
+	for n, text := range strings.Split(string(src), "\n") {
+		if n+1 == line {
+			return strings.TrimSuffix(text, "\r")
+		}
+	}
+	return ""
+}
+
+func indentOf(text string) int { return len(text) - len(strings.TrimLeft(text, " ")) }
+
+// keyColumn is the 1-based column a line's key starts in: past the dash
+// of a list item.
+func keyColumn(text string) int {
+	c := indentOf(text) + 1
+	if rest := strings.TrimLeft(text, " "); strings.HasPrefix(rest, "- ") {
+		c += 2 + indentOf(rest[2:])
+	}
+	return c
 }
 
 func decodeViolation(err error, root ast.Node) Violation {
@@ -232,6 +289,18 @@ var unknownKeyHints = map[string]string{
 	"server.workers": "is not a setting: the worker count is the --workers flag (DOPPEL_WORKERS)",
 	"access.list":    "cannot be overridden per proxy; a proxy's access may set only read, update, delete and upload",
 	"access.create":  "cannot be overridden per proxy; a proxy's access may set only read, update, delete and upload",
+}
+
+// requiredHints say what to write for a required key a first document
+// leaves out.
+var requiredHints = map[string]string{
+	"server":      ": where the proxy listens, for example `server: {host: 127.0.0.1, port: 8080}`",
+	"server.host": ": the IP address the proxy listens on, for example `host: 127.0.0.1` (0.0.0.0 for every interface)",
+	"server.port": ": the proxy's port, for example `port: 8080`",
+	"admin": ": where the admin API and the dashboard listen, for example `admin: {host: 127.0.0.1, port: 8081}`; " +
+		"once it serves, `doppel token add --name me --group admin --config <this file>` adds a token for them (examples/main.yaml has a whole document)",
+	"admin.host": ": the IP address the admin API listens on, for example `host: 127.0.0.1`",
+	"admin.port": ": the admin API's port, for example `port: 8081`; it differs from server.port",
 }
 
 // check walks a node against the Go type it will be decoded into and
@@ -332,7 +401,8 @@ func checkStruct(n ast.Node, t reflect.Type) []Violation {
 			}
 		}
 		if !present {
-			vs = append(vs, Violation{Path: joinPath(base, key), Message: "is required", Line: nodeLine(n)})
+			path := joinPath(base, key)
+			vs = append(vs, Violation{Path: path, Message: "is required" + requiredHints[path], Line: nodeLine(n)})
 		}
 	}
 	return vs

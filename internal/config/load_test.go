@@ -232,6 +232,11 @@ func TestRequiredKeys(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { expectOne(t, c.src, c.path, "is required") })
 	}
+	// A first document's missing blocks say what to write.
+	expectOne(t, baseServer, "admin", "is required: where the admin API and the dashboard listen, for example `admin: {host: 127.0.0.1, port: 8081}`; "+
+		"once it serves, `doppel token add --name me --group admin --config <this file>` adds a token")
+	expectOne(t, baseAdmin, "server", "is required: where the proxy listens, for example `server: {host: 127.0.0.1, port: 8080}`")
+	expectOne(t, baseServer+"admin: {host: 127.0.0.1}\n", "admin.port", "is required: the admin API's port, for example `port: 8081`")
 }
 
 func TestEveryProblemIsReportedAtOnce(t *testing.T) {
@@ -275,6 +280,25 @@ func TestDocumentShapeErrors(t *testing.T) {
 			_, err := Load([]byte(c.src))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	// A key indented unlike its neighbours: the line to fix, the key, and
+	// how it stands against the line above.
+	for _, c := range []struct {
+		name, src, want string
+		line            int
+	}{
+		{"deeper than its neighbours", "server:\n  host: 127.0.0.1\n   port: 8080\n", "YAML syntax error at column 4: mapping value is not allowed in this context; " +
+			"check the indentation of line 3: `port` starts in column 4, deeper than line 2 (column 3), so it reads as more of that line's value; the keys of one mapping start in the same column", 3},
+		{"shallower than its neighbours", "server:\n  host: 127.0.0.1\n\n  # the port\n port: 8080\n", "YAML syntax error at column 2: value is not allowed in this context; " +
+			"check the indentation of line 5: `port` starts in column 2, and lines up with no key above it (line 2 starts in column 3)", 5},
+		{"in a list item", "proxies:\n  - name: a\n     type: http\n", "check the indentation of line 3: `type` starts in column 6, deeper than line 2 (column 5)", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			vs := violations(t, c.src)
+			if len(vs) != 1 || vs[0].Line != c.line || !strings.Contains(vs[0].Message, c.want) {
+				t.Fatalf("got %v, want line %d and %q", vs, c.line, c.want)
 			}
 		})
 	}

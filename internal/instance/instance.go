@@ -386,7 +386,11 @@ func listenProxy(doc *config.Document, o Options, holder *runtime.Holder, metric
 		if cert != nil {
 			_ = cert.Close()
 		}
-		return listening{}, nil, fmt.Errorf("the proxy listener cannot bind %s: %v", addr, err)
+		setting, other := "server.host and server.port", "server.port (or --proxy-addr)"
+		if o.ProxyAddr != "" {
+			setting, other = "--proxy-addr or DOPPEL_PROXY_ADDR", "--proxy-addr"
+		}
+		return listening{}, nil, bindError("the proxy listener", addr, setting, other, err)
 	}
 	scheme := "http"
 	if cert != nil {
@@ -448,7 +452,11 @@ func listenAdmin(doc *config.Document, o Options, api *admin.Server, metrics *te
 	addr := cmp.Or(o.AdminAddr, net.JoinHostPort(doc.Admin.Host.String(), strconv.Itoa(int(doc.Admin.Port))))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return listening{}, fmt.Errorf("the admin listener cannot bind %s: %v", addr, err)
+		setting, other := "admin.host and admin.port", "admin.port (or --admin-addr)"
+		if o.AdminAddr != "" {
+			setting, other = "--admin-addr or DOPPEL_ADMIN_ADDR", "--admin-addr"
+		}
+		return listening{}, bindError("the admin listener", addr, setting, other, err)
 	}
 	srv := &http.Server{
 		Handler:           metrics.InstrumentAdmin(compress.Handler(api), api.Route),

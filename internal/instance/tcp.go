@@ -71,7 +71,7 @@ func startToxiproxy(doc *config.Document, o Options, jr *journal.Journal, m *tel
 	addr := net.JoinHostPort(t.Host.String(), strconv.Itoa(int(t.Port)))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("the Toxiproxy API cannot bind %s: %v", addr, err)
+		return nil, bindError("the Toxiproxy API", addr, "toxiproxy.host and toxiproxy.port", "toxiproxy.port", err)
 	}
 	// Its connections are journaled and counted as a tcp proxy's are; the
 	// line says where the proxy came from, and which toxics applied.

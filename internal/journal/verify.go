@@ -1,16 +1,15 @@
 package journal
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/doppelproxy/doppel/internal/jsonbody"
 )
 
 // Verification is a POST /api/v1/requests/verify body: which requests,
@@ -48,17 +47,17 @@ type headerPat struct {
 // ParseVerification reads a body: unknown keys, bad patterns and empty
 // ranges are refused, naming the key.
 func ParseVerification(body []byte) (*Verification, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	v := &Verification{}
-	if err := dec.Decode(v); err != nil {
-		if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return nil, &ParamError{strings.Trim(msg, `"`), "unknown key; a verification has match, count, gaps_ms and same_header"}
+	if err := jsonbody.DecodeKnown(body, v); err != nil {
+		var unknown *jsonbody.UnknownKeyError
+		if errors.As(err, &unknown) {
+			return nil, &ParamError{unknown.Key, "unknown key; a verification has match, count, gaps_ms and same_header"}
+		}
+		var je *jsonbody.Error
+		if errors.As(err, &je) && je.Syntax {
+			return nil, &ParamError{"body", "not valid JSON: " + err.Error()}
 		}
 		return nil, &ParamError{"body", "not a verification: " + err.Error()}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, &ParamError{"body", "more follows the JSON object"}
 	}
 	if v.Match.Path != "" {
 		re, err := regexp.Compile(v.Match.Path)

@@ -251,11 +251,12 @@ func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, err
 		// on its own is a failure to reach the upstream.
 		if context.Cause(r.Context()) == errUpstreamTimeout {
 			ex.rec.UpstreamFailed = true
+			ex.rec.UpstreamCause, ex.rec.UpstreamError = causeTimeout, "no answer within the proxy's timeout of "+ex.proxy.Timeout.String()
 			ex.fail(apierr.UpstreamTimeout, "the upstream did not answer within the proxy's timeout of "+ex.proxy.Timeout.String())
 			return
 		}
-		log.Debug("upstream exchange failed", "request_id", ex.rec.RequestID, "proxy", ex.proxy.Name, "error", err.Error())
 		ex.rec.UpstreamFailed = true
+		ex.rec.UpstreamCause, ex.rec.UpstreamError = upstreamCause(err), upstreamReason(err)
 		ex.fail(apierr.UpstreamError, "the upstream could not be reached or broke off the exchange")
 	}
 }

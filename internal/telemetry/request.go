@@ -30,6 +30,11 @@ type Exchange struct {
 	UpstreamStatus    int
 	UpstreamDuration  time.Duration
 	UpstreamFailed    bool // a transport failure or the proxy's timeout
+	// UpstreamCause and UpstreamError say why it failed: one word
+	// (connection_refused, dns, tls, reset, timeout, eof, other) and the
+	// transport's own text, without the request's URL; "" otherwise.
+	UpstreamCause string
+	UpstreamError string
 	// Faults are the names of the faults that fired, in roll order.
 	Faults []string
 	// Abort is where an abort that fired cuts (request, response, body).
@@ -134,7 +139,7 @@ func (l *Logger) LogRequest(r *Exchange) {
 }
 
 func (r *Exchange) attrs() []slog.Attr {
-	attrs := make([]slog.Attr, 0, 12)
+	attrs := make([]slog.Attr, 0, 14)
 	attrs = append(attrs, slog.String("request_id", r.RequestID), slog.String("proxy", r.Proxy))
 	if r.Mock != "" {
 		attrs = append(attrs, slog.String("mock", r.Mock))
@@ -159,6 +164,9 @@ func (r *Exchange) attrs() []slog.Attr {
 	)
 	if r.ErrorCode != "" {
 		attrs = append(attrs, slog.String("code", r.ErrorCode))
+	}
+	if r.UpstreamCause != "" {
+		attrs = append(attrs, slog.String("cause", r.UpstreamCause), slog.String("error", r.UpstreamError))
 	}
 	if r.AdminTokenRemoved != "" {
 		attrs = append(attrs, slog.String("admin_token_removed", r.AdminTokenRemoved))
@@ -210,6 +218,12 @@ func appendRequestJSON(b []byte, now time.Time, r *Exchange) []byte {
 	if r.ErrorCode != "" {
 		b = append(b, `,"code":`...)
 		b = appendJSONString(b, r.ErrorCode)
+	}
+	if r.UpstreamCause != "" {
+		b = append(b, `,"cause":`...)
+		b = appendJSONString(b, r.UpstreamCause)
+		b = append(b, `,"error":`...)
+		b = appendJSONString(b, r.UpstreamError)
 	}
 	if r.AdminTokenRemoved != "" {
 		b = append(b, `,"admin_token_removed":`...)

@@ -19,6 +19,8 @@ func TestRequestJSONMatchesSlog(t *testing.T) {
 		{RequestID: "0d7e9a2c", Proxy: "zeta", Method: "GET", Path: "/a/b", Status: 200, Duration: 1234567, UpstreamContacted: true, UpstreamStatus: 201, UpstreamDuration: 999, LatencyWaited: 300 * time.Millisecond},
 		{RequestID: "id", Proxy: "", Method: "POST", Path: "/", Status: 404, ErrorCode: "PROXY_NOT_RESOLVED"},
 		{RequestID: "id", Proxy: "zeta", Method: "GET", Path: "/", Status: 200, AdminTokenRemoved: "ci"},
+		{RequestID: "id", Proxy: "zeta", Method: "GET", Path: "/", Status: 502, ErrorCode: "UPSTREAM_ERROR", UpstreamFailed: true,
+			UpstreamCause: "connection_refused", UpstreamError: "dial tcp 127.0.0.1:9: connect: connection refused \"q\""},
 		{RequestID: "ws", Proxy: "chat", Method: "GET", Path: "/ws", Status: 101, UpstreamContacted: true, UpstreamStatus: 101,
 			Tunnel: &Tunnel{Up: 1 << 40, Down: 0, Duration: 2*time.Minute + 3}},
 		{RequestID: "id", Proxy: "shop", Mock: "not-found", Method: "GET", Path: "/x", Status: 503, Faults: []string{"loss"}, Duration: 3 * time.Hour},

@@ -126,7 +126,7 @@ function tokenLapsed(reason) {
 
 whenUnauthorized((sent) => {
   if (sent && sent === token()) {
-    tokenLapsed('Doppel refused the token kept in this browser; it is forgotten.');
+    tokenLapsed('Doppel does not know the token kept in this browser; it is forgotten.');
   }
   app.refreshAccess();
 });
