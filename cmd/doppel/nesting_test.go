@@ -189,7 +189,8 @@ func TestDeepDocumentsAreRefusedWithBoundedMemory(t *testing.T) {
 				t.Fatalf("the document is %d bytes, over the 1 MiB bound", len(src))
 			}
 			line := strings.Count(src[:strings.Index(src, "extra:")], "\n") + 1 + sh.lines
-			want := fmt.Sprintf("%s (line %d)", nestingBound, line)
+			// A violation of the whole document names the file instead of a path.
+			want := fmt.Sprintf("%s: %s (line %d)", cfg, nestingBound, line)
 
 			r, peak := runMeasured(t, invocation{args: []string{"config", "validate", "--config", cfg}})
 			t.Logf("config validate: peak RSS %.1f MiB", float64(peak)/(1<<20))
