@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-
 	"strings"
 	"testing"
 	"time"
@@ -274,4 +279,87 @@ func TestSessionsAndCountersFromTheCommandLine(t *testing.T) {
 	if r := run("counters", "list"); r.code == wantOK || !strings.Contains(r.stderr, "--proxy is required") {
 		t.Errorf("no proxy: %s", r)
 	}
+}
+
+// TestSessionsAreBoundedInSize (SPEC §18.4): an overlay over 256 KiB is
+// refused naming the bound (300 of 900 KB leave the process's peak RSS
+// under 400 MiB), and the live overlays together stop at 64 MiB: 300
+// sessions of 250 KB fill it, the rest refused naming the bound; ending one
+// makes room again.
+func TestSessionsAreBoundedInSize(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, "proxies:\n  - name: shop\n    type: http\n    url: http://127.0.0.1:9/\n")
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	s := serveArgs(t, dir, nil, "serve", "--config", cfg)
+	defer s.stop(t)
+	overlay := func(id string, size int) string {
+		return `{"id": "` + id + `", "proxies": {"shop": {"mocks": [{"name": "big", "request": {"method": "GET", "url": "^/big$"}, "response": {"status": 200, "body": "` +
+			strings.Repeat("x", size) + `"}}]}}}`
+	}
+	for i := range 300 {
+		if status, body := postEarlyAnswered(t, s.admin+"/api/v1/sessions", overlay(fmt.Sprintf("big%d", i), 900_000)); status != 413 ||
+			!strings.Contains(body, "UPLOAD_TOO_LARGE") || !strings.Contains(body, "at most 256 KiB") {
+			t.Fatalf("a 900 KB overlay: %d %s", status, body)
+		}
+	}
+	refusedPeak := peakRSS(t, s.p.cmd.Process.Pid)
+	t.Logf("300 overlays of 900 KB refused: peak RSS %d MiB", refusedPeak>>20)
+	if refusedPeak > 400<<20 {
+		t.Errorf("peak RSS %d MiB after refusing 300 overlays of 900 KB, want under 400 MiB", refusedPeak>>20)
+	}
+	accepted, refused := 0, 0
+	for i := range 300 {
+		r := call(t, "POST", s.admin+"/api/v1/sessions", overlay(fmt.Sprintf("s%03d", i), 250_000))
+		switch {
+		case r.status == 201:
+			accepted++
+		case r.status == 413 && strings.Contains(string(r.body), "more than 64 MiB"):
+			refused++
+		default:
+			t.Fatalf("session %d: %d %s", i, r.status, r.body)
+		}
+	}
+	if want := (64 << 20) / 250_100; accepted < want-2 || accepted > want+2 || refused != 300-accepted {
+		t.Errorf("%d sessions accepted and %d refused; about %d fit in 64 MiB", accepted, refused, want)
+	}
+	// What 64 MiB of overlays cost, compiled and kept: a generous bound.
+	peak := peakRSS(t, s.p.cmd.Process.Pid)
+	t.Logf("%d sessions of 250 KB live, %d refused: peak RSS %d MiB", accepted, refused, peak>>20)
+	if peak > 800<<20 {
+		t.Errorf("peak RSS %d MiB with 64 MiB of overlays live, want under 800 MiB", peak>>20)
+	}
+	if r := call(t, "DELETE", s.admin+"/api/v1/sessions/s000", ""); r.status != 204 {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	if r := call(t, "POST", s.admin+"/api/v1/sessions", overlay("again", 250_000)); r.status != 201 {
+		t.Errorf("after ending one: %d %s", r.status, r.body)
+	}
+}
+
+// postEarlyAnswered POSTs body over a connection of its own and reads the
+// answer while the body is still being written: a server that refuses a
+// body by its size answers before reading all of it, and closes.
+func postEarlyAnswered(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	go func() {
+		_, _ = fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", u.RequestURI(), u.Host, len(body), body)
+	}()
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
 }

@@ -39,7 +39,7 @@ func sessionOf(s *session.Session) sessionJSON {
 // that names none (or cannot be read) is authorized against the global
 // rule first, then refused.
 func (s *Server) readSessionBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, config.MaxDocumentSize+1))
+	raw, err := io.ReadAll(io.LimitReader(r.Body, config.MaxSessionSize+1))
 	var names []string
 	problem := ""
 	var top struct {
@@ -48,9 +48,9 @@ func (s *Server) readSessionBody(w http.ResponseWriter, r *http.Request) ([]byte
 	switch {
 	case err != nil:
 		problem = "the body could not be read: " + err.Error()
-	case len(raw) > config.MaxDocumentSize:
+	case len(raw) > config.MaxSessionSize:
 		if s.authorize(w, r, ActUpdate, nil) {
-			apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a session is at most %d bytes", config.MaxDocumentSize))
+			apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a session's body is at most 256 KiB (%d bytes); this one is larger: lay fewer or smaller mocks over the proxies, or split them between sessions", config.MaxSessionSize))
 		}
 		return nil, false
 	default:
@@ -117,6 +117,8 @@ func (s *Server) writeSessionFailure(w http.ResponseWriter, err error) {
 		apierr.Write(w, apierr.Conflict, "a session with that id is live: choose another, or leave id out for a new one")
 	case errors.Is(err, session.ErrFull):
 		apierr.Write(w, apierr.Conflict, err.Error())
+	case errors.Is(err, session.ErrTooLarge):
+		apierr.Write(w, apierr.UploadTooLarge, err.Error())
 	case errors.Is(err, session.ErrNotFound):
 		apierr.Write(w, apierr.NotFound, "no live session has that id (it ended, expired or never was)")
 	case errors.Is(err, session.ErrRevision):

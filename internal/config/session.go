@@ -55,6 +55,10 @@ const (
 	maxSessionID  = 64
 )
 
+// MaxSessionSize bounds a session's body (SPEC §18.4): what one caller may
+// make every replica keep until it expires.
+const MaxSessionSize = 256 << 10
+
 // SessionTTL is a session's lifetime in whole seconds, 1..86400.
 type SessionTTL int
 

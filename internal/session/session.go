@@ -26,8 +26,12 @@ import (
 	"github.com/doppelproxy/doppel/internal/runtime"
 )
 
-// MaxLive bounds the sessions live at once.
-const MaxLive = 1000
+// MaxLive bounds the sessions live at once, and MaxLiveBytes what their
+// overlays hold together (the bodies their callers wrote; SPEC §18.4).
+const (
+	MaxLive      = 1000
+	MaxLiveBytes = 64 << 20
+)
 
 // Session is one live session: what its caller wrote, and its overlays
 // compiled against the runtime in force.
@@ -49,6 +53,7 @@ var (
 	ErrExists   = errors.New("a session of that id is live")
 	ErrFull     = fmt.Errorf("%d sessions are live, the most there may be: end one, or let one expire", MaxLive)
 	ErrRevision = errors.New("the session changed since it was read")
+	ErrTooLarge = fmt.Errorf("the live sessions' overlays would hold more than 64 MiB (%d bytes) together: end a session, or let one expire", MaxLiveBytes)
 )
 
 // Shared is where sessions live when every replica of a configuration
@@ -141,6 +146,18 @@ func proxiesOf(body []byte) json.RawMessage {
 	return top.Proxies
 }
 
+// liveBytes is what the live sessions' overlays hold but the one of id
+// (which a write replaces); an expired one no longer counts.
+func (r *Registry) liveBytes(cur map[string]*Session, id string) int {
+	now, n := r.now(), 0
+	for sid, s := range cur {
+		if sid != id && now.Before(s.ExpiresAt) {
+			n += len(s.Raw)
+		}
+	}
+	return n
+}
+
 // stored is s as Shared keeps it.
 func stored(s *Session) Stored {
 	body, _ := json.Marshal(struct {
@@ -209,7 +226,11 @@ func (r *Registry) Create(ctx context.Context, spec *config.Session, body []byte
 	if r.shared == nil && len(cur) >= MaxLive {
 		return nil, ErrFull
 	}
-	s, err := r.build(id, spec, proxiesOf(body))
+	raw := proxiesOf(body)
+	if r.liveBytes(cur, id)+len(raw) > MaxLiveBytes {
+		return nil, ErrTooLarge
+	}
+	s, err := r.build(id, spec, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +256,11 @@ func (r *Registry) Replace(ctx context.Context, id, revision string, spec *confi
 	if r.shared == nil && old.Revision != revision {
 		return nil, ErrRevision
 	}
-	s, err := r.build(id, spec, proxiesOf(body))
+	raw := proxiesOf(body)
+	if r.liveBytes(cur, id)+len(raw) > MaxLiveBytes {
+		return nil, ErrTooLarge
+	}
+	s, err := r.build(id, spec, raw)
 	if err != nil {
 		return nil, err
 	}
