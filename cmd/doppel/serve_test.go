@@ -385,11 +385,14 @@ func proxyYAML(name, url, header string) string {
 	return s
 }
 
-// serveUp starts `doppel serve --config cfg --proxy-addr 127.0.0.1:0` plus
-// extra arguments and returns it with its proxy listener's address.
+// serveUp starts `doppel serve --config cfg --proxy-addr 127.0.0.1:0
+// --admin-addr 127.0.0.1:0` plus extra arguments (a later flag wins) and
+// returns it with its proxy listener's address. Both listeners take ports
+// the system picks: a port chosen ahead (serveConfig's) may be taken by
+// the time serve binds it, by any process, this one's proxy listener too.
 func serveUp(t testing.TB, cfg string, env map[string]string, extra ...string) (*proc, string) {
 	t.Helper()
-	args := append([]string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0"}, extra...)
+	args := append([]string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, extra...)
 	p := startProc(t, invocation{args: args, env: env})
 	return p, p.waitServing()
 }
