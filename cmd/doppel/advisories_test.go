@@ -128,7 +128,7 @@ func TestStrictRefusesAReloadWithAnAdvisory(t *testing.T) {
 		dir := t.TempDir()
 		clean := "proxies:\n  - name: shop\n    type: http\n    url: http://127.0.0.1:9\n    mocks:\n      - {name: hello, request: {method: GET, url: '^/hello$'}, response: {status: 200, body: 'hi'}}\n"
 		cfg := serveConfig(t, dir, 0, 0, clean)
-		args := []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0"}
+		args := []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}
 		if strict {
 			args = append(args, "--strict")
 		}

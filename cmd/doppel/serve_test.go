@@ -631,7 +631,7 @@ func TestServeSignalRightAfterStartup(t *testing.T) {
 	dir := t.TempDir()
 	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("early", "http://127.0.0.1:9", ""))
 	for i := range 20 {
-		p := startProc(t, invocation{args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0"}})
+		p := startProc(t, invocation{args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}})
 		p.waitServing()
 		p.signalNow(syscall.SIGTERM)
 		if code := p.waitExit(exitTimeout); code != wantOK {

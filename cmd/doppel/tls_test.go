@@ -352,7 +352,7 @@ func TestTLSRefusesBadInput(t *testing.T) {
 				}
 			}
 			cfg := tlsConfig(t, dir, fmt.Sprintf("{cert: %q, key: %q}", paths["cert"], paths["key"]), "")
-			p := startProc(t, invocation{args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0"}})
+			p := startProc(t, invocation{args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}})
 			// Exits, or is seen serving (and killed when the test ends).
 			deadline := time.Now().Add(startTimeout)
 			for !p.hasExited() && !strings.Contains(p.stdout(), msgServing) && time.Now().Before(deadline) {
