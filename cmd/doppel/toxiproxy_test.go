@@ -23,18 +23,28 @@ import (
 // Toxiproxy's client for it.
 func toxiproxyDoppel(t *testing.T) (*proc, *toxiproxy.Client, string) {
 	t.Helper()
+	p, cl, api, _ := toxiproxyDoppelWith(t, "127.0.0.1", "", "")
+	return p, cl, api
+}
+
+// toxiproxyDoppelWith serves the toxiproxy API on host, with more keys in
+// its section and more of the document before it; it returns the API's
+// loopback address and the proxy listener's.
+func toxiproxyDoppelWith(t *testing.T, host, section, doc string) (*proc, *toxiproxy.Client, string, string) {
+	t.Helper()
 	dir := t.TempDir()
 	// One call, three distinct ports: the document's server and admin
 	// ports may not be toxiproxy's (V49).
 	ports := freePorts(t, 3)
 	api := fmt.Sprintf("127.0.0.1:%d", ports[2])
-	cfg := serveConfig(t, dir, ports[0], ports[1], fmt.Sprintf("toxiproxy: {host: 127.0.0.1, port: %d}\n", ports[2]))
+	cfg := serveConfig(t, dir, ports[0], ports[1], doc+fmt.Sprintf("toxiproxy: {host: %s, port: %d%s}\n", host, ports[2], section))
 	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
-	p, _ := serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
+	p, proxyAddr := serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
+	port := fmt.Sprintf(":%d", ports[2])
 	p.waitLine("the Toxiproxy API's line", 5*time.Second, func(l string) bool {
-		return strings.Contains(l, "Toxiproxy-compatible API is listening") && strings.Contains(l, api)
+		return strings.Contains(l, "Toxiproxy-compatible API is listening") && strings.HasSuffix(lineField(l, "toxiproxy_addr"), port)
 	})
-	return p, toxiproxy.NewClient(api), api
+	return p, toxiproxy.NewClient(api), api, proxyAddr
 }
 
 // echoTime is how long one echo of a few bytes takes on c.

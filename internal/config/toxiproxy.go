@@ -8,6 +8,9 @@ import "fmt"
 type Toxiproxy struct {
 	Host Host `yaml:"host" required:"true" doc:"The IP address the Toxiproxy-compatible API binds (not a hostname). Toxiproxy's own default is 127.0.0.1."`
 	Port Port `yaml:"port" required:"true" doc:"The TCP port of the Toxiproxy-compatible API (Toxiproxy's is 8474). Must differ from server.port, admin.port and every tcp proxy's listen port."`
+	// The API has no authentication, as Toxiproxy's has none: where its
+	// clients may open listeners is the document's to say.
+	AllowListen []Host `yaml:"allow_listen,omitempty" doc:"IP addresses, beyond loopback and host itself, that a proxy made through the API may listen on (0.0.0.0 or :: for every interface). Defaults to none."`
 }
 
 // validateToxiproxy is V49: the Toxiproxy API's port is its own, apart

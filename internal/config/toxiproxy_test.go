@@ -53,3 +53,21 @@ func TestToxiproxyPortIsItsOwn(t *testing.T) {
 		t.Fatalf("a port of its own is valid, got %v", vs)
 	}
 }
+
+func TestToxiproxyAllowListen(t *testing.T) {
+	d, err := Load([]byte(doc("toxiproxy: {host: 127.0.0.1, port: 8474, allow_listen: [10.0.0.5, '::']}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Toxiproxy.AllowListen; len(got) != 2 || got[0].String() != "10.0.0.5" || got[1].String() != "::" {
+		t.Fatalf("allow_listen = %v", got)
+	}
+	canon, err := Canonical(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(canon), "  allow_listen:\n    - 10.0.0.5\n    - \"::\"\n") {
+		t.Errorf("the canonical form lacks allow_listen:\n%s", canon)
+	}
+	expectOne(t, doc("toxiproxy: {host: 127.0.0.1, port: 8474, allow_listen: [db.internal]}\n"), "toxiproxy.allow_listen[0]", "not an IP address")
+}

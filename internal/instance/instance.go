@@ -141,11 +141,6 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		return nil, err
 	}
 	i.stops = append(i.stops, i.TCP.Close)
-	stopToxiproxy, err := startToxiproxy(doc, o, jr, metrics)
-	if err != nil {
-		return nil, err
-	}
-	i.stops = append(i.stops, stopToxiproxy)
 	if *doc.Admin.Enable {
 		api := admin.New(i.Control, o.EnvTokens, o.Log, jr)
 		api.Seeded = o.Seed != ""
@@ -158,6 +153,13 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		}
 		i.stops = append(i.stops, func() { _ = i.admin.ln.Close() })
 	}
+	// Last, as it serves at once: an upstream its clients give is checked
+	// against every listener bound before it.
+	stopToxiproxy, err := startToxiproxy(doc, o, jr, metrics, i.ownListeners)
+	if err != nil {
+		return nil, err
+	}
+	i.stops = append(i.stops, stopToxiproxy)
 	return i, nil
 }
 

@@ -61,9 +61,11 @@ func startTCP(doc *config.Document, o Options, ctl *change.Controller, jr *journ
 
 // startToxiproxy binds the Toxiproxy-compatible API when the document has
 // a toxiproxy section (SPEC §17.8), and serves it at once, as the tcp
-// proxies relay at once. stop ends its server and every proxy its clients
-// made; what they made is in memory only, gone with the instance.
-func startToxiproxy(doc *config.Document, o Options, jr *journal.Journal, m *telemetry.Metrics) (stop func(), err error) {
+// proxies relay at once. Its proxies listen on loopback, on its own host
+// or where allow_listen says, and never relay to one of own's listeners
+// or its own. stop ends its server and every proxy its clients made;
+// what they made is in memory only, gone with the instance.
+func startToxiproxy(doc *config.Document, o Options, jr *journal.Journal, m *telemetry.Metrics, own func() []toxiproxy.Listener) (stop func(), err error) {
 	t := doc.Toxiproxy
 	if t == nil {
 		return func() {}, nil
@@ -75,9 +77,18 @@ func startToxiproxy(doc *config.Document, o Options, jr *journal.Journal, m *tel
 	}
 	// Its connections are journaled and counted as a tcp proxy's are; the
 	// line says where the proxy came from, and which toxics applied.
-	api := &toxiproxy.Server{Report: func(r tcp.Record) {
-		recordConnection(o.Log, jr, m, r, "toxics", strings.Join(r.Toxics, ","), "source", "toxiproxy")
-	}}
+	api := &toxiproxy.Server{
+		Report: func(r tcp.Record) {
+			recordConnection(o.Log, jr, m, r, "toxics", strings.Join(r.Toxics, ","), "source", "toxiproxy")
+		},
+		Host: t.Host.Addr,
+		Own: func() []toxiproxy.Listener {
+			return append(own(), toxiproxy.Listener{Name: "Toxiproxy API", Addr: ln.Addr()})
+		},
+	}
+	for _, h := range t.AllowListen {
+		api.AllowListen = append(api.AllowListen, h.Addr)
+	}
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -91,6 +102,19 @@ func startToxiproxy(doc *config.Document, o Options, jr *journal.Journal, m *tel
 		_ = srv.Close()
 		api.Close()
 	}, nil
+}
+
+// ownListeners are the instance's TCP listeners as they are now: the
+// proxy listener, the admin API's and the tcp proxies'.
+func (i *Instance) ownListeners() []toxiproxy.Listener {
+	own := []toxiproxy.Listener{{Name: "proxy listener", Addr: i.proxies.ln.Addr()}}
+	if i.admin.ln != nil {
+		own = append(own, toxiproxy.Listener{Name: "admin API", Addr: i.admin.ln.Addr()})
+	}
+	for name, a := range i.TCP.Addrs() {
+		own = append(own, toxiproxy.Listener{Name: "tcp proxy " + strconv.Quote(name), Addr: a})
+	}
+	return own
 }
 
 // recordConnection writes a tcp proxy's connection to the log and the

@@ -99,6 +99,17 @@ func (f *Fleet) Addr(name string) net.Addr {
 	return nil
 }
 
+// Addrs are where the running tcp proxies listen, by name.
+func (f *Fleet) Addrs() map[string]net.Addr {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]net.Addr, len(f.running))
+	for name, r := range f.running {
+		out[name] = r.addr
+	}
+	return out
+}
+
 // CanListen reports why addr cannot be listened on, or nil: an address a
 // running proxy holds can (it is Doppel's own); another is tried.
 func (f *Fleet) CanListen(addr string) error {

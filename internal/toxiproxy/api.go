@@ -12,8 +12,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/doppelproxy/doppel/internal/tcp"
@@ -23,18 +23,20 @@ import (
 // this one follows.
 const Version = "2.5.0"
 
-// Bounds of what a client may make.
-const (
-	MaxBody    = 1 << 20 // bytes of one request body
-	MaxProxies = 1000
-	MaxToxics  = 1000 // per proxy
-)
-
 // Server is the API and the proxies it made. The zero value is ready.
 type Server struct {
 	// Report receives every connection's record when it ends; nil for
 	// none. It must not call the server.
 	Report func(tcp.Record)
+	// Host is the API's own address: its proxies may listen there as on
+	// loopback; AllowListen are the other addresses they may listen on
+	// (toxiproxy.host and toxiproxy.allow_listen).
+	Host        netip.Addr
+	AllowListen []netip.Addr
+	// Own lists Doppel's TCP listeners as they are now, the API's among
+	// them; an upstream reaching one is refused. It is called with the
+	// server's lock held and must not call the server; nil for none.
+	Own func() []Listener
 
 	mu      sync.Mutex
 	proxies map[string]*proxy
@@ -54,9 +56,7 @@ func (s *Server) Close() {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.once.Do(s.routes)
-	// As Toxiproxy: a browser is refused, so that a web page cannot drive
-	// the API from a user's machine.
-	if strings.HasPrefix(r.UserAgent(), "Mozilla/") {
+	if isBrowser(r.UserAgent()) {
 		http.Error(w, "User agent not allowed", http.StatusForbidden)
 		return
 	}
@@ -160,150 +160,6 @@ func (s *Server) lookup(r *http.Request) (*proxy, *apiError) {
 	return p, nil
 }
 
-func (s *Server) newProxy(name, listen, upstream string) *proxy {
-	return &proxy{name: name, listen: listen, upstream: upstream, report: s.Report}
-}
-
-func (s *Server) proxyIndex(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	out := make(map[string]proxyJSON, len(s.proxies))
-	for name, p := range s.proxies {
-		out[name] = p.json()
-	}
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
-}
-
-// proxyInput is a proxy a client sends; enabled is true unless given.
-type proxyInput struct {
-	Name     string `json:"name"`
-	Listen   string `json:"listen"`
-	Upstream string `json:"upstream"`
-	Enabled  *bool  `json:"enabled"`
-}
-
-func decodeProxy(body []byte) (*proxyInput, *apiError) {
-	var in proxyInput
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, badBody(err)
-	}
-	if in.Name == "" {
-		return nil, missing("name")
-	}
-	if in.Upstream == "" {
-		return nil, missing("upstream")
-	}
-	return &in, nil
-}
-
-func (in *proxyInput) enabled() bool { return in.Enabled == nil || *in.Enabled }
-
-func (s *Server) proxyCreate(w http.ResponseWriter, r *http.Request) {
-	body, e := readBody(w, r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	in, e := decodeProxy(body)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.proxies[in.Name]; ok {
-		writeError(w, errProxyExists)
-		return
-	}
-	if len(s.proxies) >= MaxProxies {
-		writeError(w, tooMany("proxies", MaxProxies))
-		return
-	}
-	p := s.newProxy(in.Name, in.Listen, in.Upstream)
-	if in.enabled() {
-		if err := p.start(); err != nil {
-			writeError(w, serverError(err))
-			return
-		}
-	}
-	if s.proxies == nil {
-		s.proxies = map[string]*proxy{}
-	}
-	s.proxies[p.name] = p
-	writeJSON(w, http.StatusCreated, p.json())
-}
-
-// populate makes or replaces each proxy of a list, as Toxiproxy does: one
-// with the same listen and upstream is left as it is, another is stopped
-// and replaced (its toxics go). The list is checked whole first; a proxy
-// that cannot listen ends it, and the answer names those made so far.
-func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
-	body, e := readBody(w, r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	var in []proxyInput
-	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, badBody(err))
-		return
-	}
-	for i, p := range in {
-		if p.Name == "" {
-			writeError(w, missing(fmt.Sprintf("name at proxy %d", i+1)))
-			return
-		}
-		if p.Upstream == "" {
-			writeError(w, missing(fmt.Sprintf("upstream at proxy %d", i+1)))
-			return
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proxies == nil {
-		s.proxies = map[string]*proxy{}
-	}
-	names := map[string]bool{}
-	for name := range s.proxies {
-		names[name] = true
-	}
-	for _, p := range in {
-		names[p.Name] = true
-	}
-	if len(names) > MaxProxies {
-		writeError(w, tooMany("proxies", MaxProxies))
-		return
-	}
-	var answer struct {
-		*apiError
-		Proxies []proxyJSON `json:"proxies"`
-	}
-	answer.Proxies = []proxyJSON{}
-	for _, in := range in {
-		if old, ok := s.proxies[in.Name]; ok {
-			if old.listen == in.Listen && old.upstream == in.Upstream {
-				answer.Proxies = append(answer.Proxies, old.json())
-				continue
-			}
-			old.stop()
-		}
-		p := s.newProxy(in.Name, in.Listen, in.Upstream)
-		if in.enabled() {
-			if err := p.start(); err != nil {
-				answer.apiError = serverError(err)
-				break
-			}
-		}
-		s.proxies[p.name] = p
-		answer.Proxies = append(answer.Proxies, p.json())
-	}
-	status := http.StatusCreated
-	if answer.apiError != nil {
-		status = answer.Status
-	}
-	writeJSON(w, status, answer)
-}
-
 // lockedProxy takes the server's lock and finds the path's proxy; when
 // there is none it answers Toxiproxy's 404 and lets the lock go.
 func (s *Server) lockedProxy(w http.ResponseWriter, r *http.Request) (*proxy, bool) {
@@ -323,44 +179,6 @@ func (s *Server) proxyShow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.mu.Unlock()
-	writeJSON(w, http.StatusOK, p.json())
-}
-
-// proxyUpdate changes enabled, listen and upstream, each the proxy's own
-// unless given: a new address stops the proxy, and it starts again when
-// it is to be enabled.
-func (s *Server) proxyUpdate(w http.ResponseWriter, r *http.Request) {
-	body, e := readBody(w, r)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	p, ok := s.lockedProxy(w, r)
-	if !ok {
-		return
-	}
-	defer s.mu.Unlock()
-	in := struct {
-		Listen   string `json:"listen"`
-		Upstream string `json:"upstream"`
-		Enabled  bool   `json:"enabled"`
-	}{p.listen, p.upstream, p.enabled}
-	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, badBody(err))
-		return
-	}
-	if in.Listen != p.listen || in.Upstream != p.upstream {
-		p.stop()
-		p.listen, p.upstream = in.Listen, in.Upstream
-	}
-	if in.Enabled != p.enabled {
-		if !in.Enabled {
-			p.stop()
-		} else if err := p.start(); err != nil {
-			writeError(w, serverError(err))
-			return
-		}
-	}
 	writeJSON(w, http.StatusOK, p.json())
 }
 

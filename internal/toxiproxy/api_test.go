@@ -27,9 +27,9 @@ func newServer(t *testing.T) *Server {
 	return s
 }
 
-// upstream is an address nothing needs to answer on: these tests read the
+// quietUpstream is an address nothing needs to answer on: these tests read the
 // API, not the relay.
-const upstream = "127.0.0.1:9"
+const quietUpstream = "127.0.0.1:9"
 
 func wantError(t *testing.T, status int, body string, wantStatus int, wantMsg string) {
 	t.Helper()
@@ -92,14 +92,14 @@ func TestProxiesAreMadeListedUpdatedAndDeleted(t *testing.T) {
 
 func TestProxyErrorsAreToxiproxys(t *testing.T) {
 	s := newServer(t)
-	code, body := call(t, s, "POST", "/proxies", `{"listen":"127.0.0.1:0","upstream":"x:1"}`)
+	code, body := call(t, s, "POST", "/proxies", `{"listen":"127.0.0.1:0","upstream":"127.0.0.1:1"}`)
 	wantError(t, code, body, 400, "missing required field: name")
 	code, body = call(t, s, "POST", "/proxies", `{"name":"db","listen":"127.0.0.1:0"}`)
 	wantError(t, code, body, 400, "missing required field: upstream")
 	code, body = call(t, s, "POST", "/proxies", `{"name":`)
 	wantError(t, code, body, 400, "bad request body")
-	call(t, s, "POST", "/proxies", `{"name":"db","listen":"127.0.0.1:0","upstream":"x:1","enabled":false}`)
-	code, body = call(t, s, "POST", "/proxies", `{"name":"db","listen":"127.0.0.1:0","upstream":"x:1"}`)
+	call(t, s, "POST", "/proxies", `{"name":"db","listen":"127.0.0.1:0","upstream":"127.0.0.1:1","enabled":false}`)
+	code, body = call(t, s, "POST", "/proxies", `{"name":"db","listen":"127.0.0.1:0","upstream":"127.0.0.1:1"}`)
 	wantError(t, code, body, 409, "proxy already exists")
 	code, body = call(t, s, "POST", "/proxies/db", `[`)
 	wantError(t, code, body, 400, "bad request body")
@@ -110,7 +110,7 @@ func TestProxyErrorsAreToxiproxys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	code, body = call(t, s, "POST", "/proxies", `{"name":"taken","listen":"`+ln.Addr().String()+`","upstream":"x:1"}`)
+	code, body = call(t, s, "POST", "/proxies", `{"name":"taken","listen":"`+ln.Addr().String()+`","upstream":"127.0.0.1:1"}`)
 	wantError(t, code, body, 500, "")
 	if !strings.Contains(body, ln.Addr().String()) {
 		t.Errorf("a listen in use does not name the address: %s", body)
@@ -126,7 +126,7 @@ func TestProxyErrorsAreToxiproxys(t *testing.T) {
 
 func TestToxicsAreMadeWithToxiproxysDefaults(t *testing.T) {
 	s := newServer(t)
-	call(t, s, "POST", "/proxies", `{"name":"db","listen":"127.0.0.1:0","upstream":"`+upstream+`"}`)
+	call(t, s, "POST", "/proxies", `{"name":"db","listen":"127.0.0.1:0","upstream":"`+quietUpstream+`"}`)
 	code, body := call(t, s, "POST", "/proxies/db/toxics", `{"type":"latency","attributes":{"latency":100,"jitter":10}}`)
 	if code != 200 {
 		t.Fatalf("create: %d %s", code, body)
@@ -191,7 +191,7 @@ func TestToxicsAreMadeWithToxiproxysDefaults(t *testing.T) {
 
 func TestPopulateMakesSeveralAndKeepsTheSame(t *testing.T) {
 	s := newServer(t)
-	code, body := call(t, s, "POST", "/populate", `[{"name":"zeta","listen":"127.0.0.1:0","upstream":"x:1"},{"name":"alpha","listen":"127.0.0.1:0","upstream":"x:2","enabled":false}]`)
+	code, body := call(t, s, "POST", "/populate", `[{"name":"zeta","listen":"127.0.0.1:0","upstream":"127.0.0.1:1"},{"name":"alpha","listen":"127.0.0.1:0","upstream":"127.0.0.1:2","enabled":false}]`)
 	var got struct {
 		Proxies []proxyJSON `json:"proxies"`
 		Error   string      `json:"error"`
@@ -200,7 +200,7 @@ func TestPopulateMakesSeveralAndKeepsTheSame(t *testing.T) {
 	if code != 201 || len(got.Proxies) != 2 || got.Proxies[0].Name != "zeta" || !got.Proxies[0].Enabled || got.Proxies[1].Enabled || got.Error != "" {
 		t.Fatalf("populate: %d %s", code, body)
 	}
-	code, body = call(t, s, "POST", "/populate", `[{"name":"ok","upstream":"x:1"},{"name":"","upstream":"x:1"}]`)
+	code, body = call(t, s, "POST", "/populate", `[{"name":"ok","upstream":"127.0.0.1:1"},{"name":"","upstream":"127.0.0.1:1"}]`)
 	wantError(t, code, body, 400, "missing required field: name at proxy 2")
 	if code, _ := call(t, s, "GET", "/proxies/ok", ""); code != 404 {
 		t.Error("a list with a fault made some of its proxies")
@@ -215,7 +215,7 @@ func TestProxiesAreBounded(t *testing.T) {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		b.WriteString(`{"name":"p` + strconv.Itoa(i) + `","upstream":"x:1","enabled":false}`)
+		b.WriteString(`{"name":"p` + strconv.Itoa(i) + `","upstream":"127.0.0.1:1","enabled":false}`)
 	}
 	b.WriteString("]")
 	code, body := call(t, s, "POST", "/populate", b.String())

@@ -1,7 +1,11 @@
 package toxiproxy
 
 import (
+	"context"
 	"encoding/json"
+	"net"
+	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -26,7 +30,7 @@ func FuzzDecodeToxic(f *testing.F) {
 			}
 			return
 		}
-		if tx.Name == "" || tx.Toxicity < 0 || tx.Toxicity > 1 || (tx.Stream != "upstream" && tx.Stream != "downstream") {
+		if checkName("name", tx.Name) != nil || tx.Toxicity < 0 || tx.Toxicity > 1 || (tx.Stream != "upstream" && tx.Stream != "downstream") {
 			t.Fatalf("decoded %+v", tx)
 		}
 		if err := tx.Attributes.check(); err != nil {
@@ -60,8 +64,50 @@ func FuzzDecodeProxy(f *testing.F) {
 			}
 			return
 		}
-		if p.Name == "" || p.Upstream == "" {
+		if p.Name == "" || p.Upstream == "" || len(p.Name) > MaxName || strings.Trim(p.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" {
 			t.Fatalf("decoded %+v", p)
+		}
+	})
+}
+
+// FuzzListenAndUpstream: any listen or upstream is HOST:PORT within its
+// bounds, or Toxiproxy's 400; a listen with an IP address (no lookup)
+// binds only where the policy allows.
+func FuzzListenAndUpstream(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:0", "0.0.0.0:8666", "[::1]:5432", ":0", "[fe80::1%eth0]:1", "[::ffff:10.0.0.1]:1", "db:5432", "x", "1.2.3.4:99999", ""} {
+		f.Add(s)
+	}
+	lp := listenPolicy{host: netip.MustParseAddr("10.0.0.1"), allow: []netip.Addr{netip.MustParseAddr("::")}}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, min := range []int{0, 1} {
+			a, e := parseAddress("listen", s, min)
+			if e != nil {
+				if e.Status != 400 || len(e.Message) > 400 {
+					t.Fatalf("error %+v", e)
+				}
+				continue
+			}
+			if len(a.host) > maxHost || int(a.port) < min {
+				t.Fatalf("parsed %+v", a)
+			}
+		}
+		host, _, err := net.SplitHostPort(s)
+		if err != nil {
+			return
+		}
+		if _, err := netip.ParseAddr(host); err != nil && host != "" {
+			return
+		}
+		bind, e := lp.bind(context.Background(), s)
+		if e != nil {
+			if e.Status != 400 {
+				t.Fatalf("error %+v", e)
+			}
+			return
+		}
+		ap, err := netip.ParseAddrPort(bind)
+		if err != nil || !lp.allows(ap.Addr()) {
+			t.Fatalf("%q binds %q", s, bind)
 		}
 	})
 }

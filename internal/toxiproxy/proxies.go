@@ -1,6 +1,10 @@
 package toxiproxy
 
 import (
+	"cmp"
+	"net"
+	"slices"
+
 	"github.com/doppelproxy/doppel/internal/tcp"
 )
 
@@ -8,8 +12,10 @@ import (
 // server's lock guards it.
 type proxy struct {
 	name, listen, upstream string
+	resolved               *address // upstream, as it was checked
 	enabled                bool
 	relay                  *tcp.Proxy // while enabled
+	addr                   net.Addr   // the relay's, while enabled
 	toxics                 []*toxic   // in the order they were added
 	report                 func(tcp.Record)
 }
@@ -25,6 +31,11 @@ type proxyJSON struct {
 
 func (p *proxy) json() proxyJSON {
 	return proxyJSON{Name: p.name, Listen: p.listen, Upstream: p.upstream, Enabled: p.enabled, Toxics: p.toxicList()}
+}
+
+// sortProxies orders proxies by name, as Toxiproxy's object of them is.
+func sortProxies(all []proxyJSON) {
+	slices.SortFunc(all, func(a, b proxyJSON) int { return cmp.Compare(a.Name, b.Name) })
 }
 
 // toxicList is Toxiproxy's order: the upstream chain, then the
@@ -62,7 +73,7 @@ func (p *proxy) start() error {
 	if err != nil {
 		return err
 	}
-	p.relay, p.listen, p.enabled = r, addr.String(), true
+	p.relay, p.addr, p.listen, p.enabled = r, addr, addr.String(), true
 	return nil
 }
 
@@ -72,7 +83,7 @@ func (p *proxy) stop() {
 		return
 	}
 	_ = p.relay.Close()
-	p.relay, p.enabled = nil, false
+	p.relay, p.addr, p.enabled = nil, nil, false
 }
 
 // apply puts the toxics in force, on open connections too.

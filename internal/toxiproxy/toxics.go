@@ -179,6 +179,9 @@ func decodeToxic(body []byte, exists func(name string) bool) (*toxic, *apiError)
 	if !ok {
 		return nil, errInvalidToxicType
 	}
+	if e := checkName("name", t.Name); e != nil {
+		return nil, e
+	}
 	if exists != nil && exists(t.Name) {
 		return nil, errToxicExists
 	}
