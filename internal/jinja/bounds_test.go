@@ -55,7 +55,7 @@ func TestSizesAreBoundedBeforeAllocation(t *testing.T) {
 		`{{ s.zfill(n) }}`,
 		`{{ "\t".expandtabs(n) }}`,
 		`{{ "{:>99999999999}".format(s) }}`,
-		`{{ range(small * n) | length }}`,
+		`{{ range(small * (n | int)) | length }}`,
 		`{{ dict(a="x" * n) }}`,
 		`{% do items.append("x" * n) %}`,
 		`{{ ("<" * 4000000) | forceescape | forceescape }}`,
@@ -129,7 +129,7 @@ func TestBoundsKeepOrdinaryResults(t *testing.T) {
 	for src, want := range map[string]string{
 		`{{ s * 3 }}`:                          "ababab",
 		`{{ s * "2" }}`:                        "abab",
-		`{{ 3 * s }}`:                          "0",
+		`{{ 3 * s }}`:                          "ababab",
 		`{{ small * 2 }}`:                      "6",
 		`{{ small * 2.5 }}`:                    "7.5",
 		`{{ 2 * 3 * 4 }}`:                      "24",

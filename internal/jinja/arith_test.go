@@ -1,0 +1,63 @@
+package jinja
+
+import (
+	"strings"
+	"testing"
+)
+
+// Arithmetic gives Jinja2's number or an error naming why: never a
+// wrapped integer, inf or nan.
+func TestArithmeticIsExactOrAnError(t *testing.T) {
+	for src, want := range map[string]string{
+		`{{ 2 ** 62 }}`:    "4611686018427387904",
+		`{{ (-2) ** 63 }}`: "-9223372036854775808",
+		`{{ 3 ** 0 }} {{ 0 ** 0 }} {{ 0 ** 5 }} {{ (-1) ** 100001 }} {{ 1 ** 100000 }}`: "1 1 0 -1 1",
+		`{{ 2 ** -1 }}`:                             "0.5",
+		`{{ 9223372036854775806 + 1 }}`:             "9223372036854775807",
+		`{{ -9223372036854775807 - 1 }}`:            "-9223372036854775808",
+		`{{ 3037000499 * 3037000499 }}`:             "9223372030926249001",
+		`{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 // -2 }}`:  "3 -4 -4",
+		`{{ 7 % 3 }} {{ -7 % 3 }} {{ 7 % -3 }}`:     "1 2 -2",
+		`{{ 7.5 % 2 }} {{ -7.5 // 2 }}`:             "1.5 -4.0",
+		`{{ 7 / 2 }} {{ 1.5 * 2 }} {{ 2 - 0.5 }}`:   "3.5 3.0 1.5",
+		`{{ -small }} {{ -(2.5) }} {{ -(-small) }}`: "-3 -2.5 3",
+		`{{ [1] * 3 }} {{ 2 * [0] }}`:               "[1, 1, 1] [0, 0]",
+		`{{ [1] + [2] }} {{ s + "c" }} {{ 1 + 2 }}`: "[1, 2] abc 3",
+		`{{ (items * 2) | length }}`:                "6",
+	} {
+		out, err := render(t, src)
+		if err != nil || out != want {
+			t.Errorf("%s: %q, %v; want %q", src, out, err, want)
+		}
+	}
+	for src, want := range map[string]string{
+		`{{ 2 ** 100000 }}`:                      "beyond ±9223372036854775807",
+		`{{ 2 ** 63 }}`:                          "beyond ±9223372036854775807",
+		`{{ 10 ** (n | int) }}`:                  "beyond ±9223372036854775807",
+		`{{ 9223372036854775807 + 1 }}`:          "beyond ±9223372036854775807",
+		`{{ -9223372036854775807 - 2 }}`:         "beyond ±9223372036854775807",
+		`{{ 3037000500 * 3037000500 }}`:          "beyond ±9223372036854775807",
+		`{{ (n | int) * (n | int) }}`:            "beyond ±9223372036854775807",
+		`{{ -(-9223372036854775807 - 1) }}`:      "beyond ±9223372036854775807",
+		`{{ (-9223372036854775807 - 1) // -1 }}`: "beyond ±9223372036854775807",
+		`{{ 1 / 0 }}`:                            "division by zero",
+		`{{ 1 // 0 }}`:                           "division by zero",
+		`{{ 1 % 0 }}`:                            "division by zero",
+		`{{ 1.5 / 0 }}`:                          "division by zero",
+		`{{ 0 ** -1 }}`:                          "division by zero",
+		`{{ 10.0 ** 400 }}`:                      "+Inf, which is not a number",
+		`{{ 1e308 * 10 }}`:                       "+Inf, which is not a number",
+		`{{ -1e308 - 1e308 }}`:                   "-Inf, which is not a number",
+		`{{ (-8) ** 0.5 }}`:                      "NaN, which is not a number",
+		`{{ "inf" | float }}`:                    "+Inf, which is not a number",
+		`{{ ("nan" | float) > 1 }}`:              "NaN, which is not a number",
+		`{{ [1] * 100000000 }}`:                  "rendering bound",
+		`{{ 100000000 * [1] }}`:                  "rendering bound",
+		`{{ [1] + 1 }}`:                          "a list can only be added to a list",
+	} {
+		out, err := render(t, src)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: rendered %q, err %v; want an error saying %q", src, out, err, want)
+		}
+	}
+}
