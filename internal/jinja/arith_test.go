@@ -1,6 +1,8 @@
 package jinja
 
 import (
+	"math"
+	bigint "math/big"
 	"strings"
 	"testing"
 )
@@ -60,4 +62,53 @@ func TestArithmeticIsExactOrAnError(t *testing.T) {
 			t.Errorf("%s: rendered %q, err %v; want an error saying %q", src, out, err, want)
 		}
 	}
+}
+
+// FuzzIntegerArithmetic: every integer operation gives the exact result
+// (math/big's, with Python's floor for // and %) when it fits 64 bits,
+// and an error when it does not; `**` is checked for small exponents.
+func FuzzIntegerArithmetic(f *testing.F) {
+	for _, seed := range [][2]int64{{math.MaxInt64, 1}, {math.MinInt64, -1}, {-7, 2}, {3037000500, 3037000500}, {2, 62}, {-2, 63}, {0, 0}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b int64) {
+		x, y := bigint.NewInt(a), bigint.NewInt(b)
+		for _, op := range []string{"+", "-", "*", "//", "%", "**"} {
+			var want *bigint.Int
+			switch op {
+			case "+":
+				want = new(bigint.Int).Add(x, y)
+			case "-":
+				want = new(bigint.Int).Sub(x, y)
+			case "*":
+				want = new(bigint.Int).Mul(x, y)
+			case "//", "%":
+				if b == 0 {
+					continue
+				}
+				q, m := new(bigint.Int).DivMod(x, y, new(bigint.Int)) // Euclidean: 0 <= m < |y|
+				if m.Sign() != 0 && y.Sign() < 0 {
+					q.Sub(q, bigint.NewInt(1)) // floor, as Python: the remainder takes the divisor's sign
+					m.Add(m, y)
+				}
+				want = q
+				if op == "%" {
+					want = m
+				}
+			case "**":
+				if b < 0 || b > 200 {
+					continue
+				}
+				want = new(bigint.Int).Exp(x, y, nil)
+			}
+			got, err := ints(op, int(a), int(b))
+			if want.IsInt64() {
+				if err != nil || got != int(want.Int64()) {
+					t.Fatalf("%d %s %d: %v, %v; want %s", a, op, b, got, err, want)
+				}
+			} else if err == nil {
+				t.Fatalf("%d %s %d: %v; want an error, the result %s does not fit", a, op, b, got, want)
+			}
+		}
+	})
 }
