@@ -314,3 +314,60 @@ func plus(e *exec.Evaluator, left, right *exec.Value) *exec.Value {
 	}
 	return exec.AsValue(l + r)
 }
+
+// summed is gonja's sum with the sum of integers exact: gonja adds in
+// float64 and converts a whole result back, which rounds past 2**53 and
+// makes 9223372036854775807 + 1 the smallest integer. A sum of integers
+// beyond 64 bits is an error; one with floats that no integer holds is
+// the float, as in Jinja2.
+func summed(sum, mapped exec.FilterFunction) exec.FilterFunction {
+	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+		attribute, start := params.KwArgs["attribute"], params.KwArgs["start"] // before gonja takes them
+		out := sum(e, in, params)
+		if out.IsError() || !out.IsInteger() {
+			return out
+		}
+		items := in
+		if a := attribute; a != nil && !a.IsNil() {
+			items = mapped(e, in, &exec.VarArgs{KwArgs: map[string]*exec.Value{"attribute": a}})
+			if items.IsError() {
+				return items
+			}
+		}
+		total, fraction, floats := 0, 0.0, false
+		if s := start; s != nil {
+			if s.IsFloat() {
+				floats, fraction = true, s.Float()
+			} else {
+				total = s.Integer()
+			}
+		}
+		var err error
+		items.Iterate(func(_, _ int, key, _ *exec.Value) bool {
+			switch {
+			case !key.IsNumber():
+			case key.IsFloat():
+				floats = true
+				fraction += key.Float()
+			default:
+				v, e := ints("+", total, key.Integer())
+				if e != nil {
+					err = fmt.Errorf("the sum would be an integer beyond ±%d, the bound of the 64-bit integers templates compute with", math.MaxInt64)
+					return false
+				}
+				total = v.(int)
+			}
+			return true
+		}, func() {})
+		switch {
+		case err != nil:
+			return exec.AsValue(err)
+		case floats:
+			if f := float64(total) + fraction; math.Abs(f) >= 1<<63 {
+				return exec.AsValue(f)
+			}
+			return out
+		}
+		return exec.AsValue(total)
+	}
+}

@@ -26,6 +26,9 @@ func TestArithmeticIsExactOrAnError(t *testing.T) {
 		`{{ [1] * 3 }} {{ 2 * [0] }}`:               "[1, 1, 1] [0, 0]",
 		`{{ [1] + [2] }} {{ s + "c" }} {{ 1 + 2 }}`: "[1, 2] abc 3",
 		`{{ (items * 2) | length }}`:                "6",
+		`{{ [9007199254740993, 1] | sum }} {{ [1, 2.5] | sum }} {{ [1, 2] | sum(start=3) }}`: "9007199254740994 3.5 6",
+		`{{ [dict(a=9223372036854775806), dict(a=1)] | sum(attribute="a") }}`:                "9223372036854775807",
+		`{{ [1e300, 1] | sum }}`: "1e+300",
 	} {
 		out, err := render(t, src)
 		if err != nil || out != want {
@@ -55,7 +58,10 @@ func TestArithmeticIsExactOrAnError(t *testing.T) {
 		`{{ ("nan" | float) > 1 }}`:              "NaN, which is not a number",
 		`{{ [1] * 100000000 }}`:                  "rendering bound",
 		`{{ 100000000 * [1] }}`:                  "rendering bound",
-		`{{ [1] + 1 }}`:                          "a list can only be added to a list",
+		`{{ [9223372036854775807, 1] | sum }}`:   "the sum would be an integer beyond",
+		`{{ [dict(a=9223372036854775807), dict(a=1)] | sum(attribute="a") }}`: "the sum would be an integer beyond",
+		`{{ [1e308, 1e308] | sum }}`:                                          "+Inf, which is not a number",
+		`{{ [1] + 1 }}`:                                                       "a list can only be added to a list",
 	} {
 		out, err := render(t, src)
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -630,6 +630,9 @@ func boundedFilters() *exec.FilterSet {
 		f, _ := set.Get(name)
 		_ = set.Replace(name, boundedFilter(name, f))
 	}
+	sum, _ := gonja.DefaultEnvironment.Filters.Get("sum")
+	mapped, _ := gonja.DefaultEnvironment.Filters.Get("map")
+	_ = set.Replace("sum", boundedFilter("sum", summed(sum, mapped)))
 	_ = set.Register(arithFilter, arith)
 	_ = set.Register(negateFilter, negate)
 	_ = set.Register(sizeFilter, sized)
