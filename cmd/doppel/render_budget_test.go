@@ -132,3 +132,104 @@ func renderBurst(t *testing.T, addr string, n, size int) (ok int, refused []stri
 	}
 	return ok, refused
 }
+
+// renderValueProxies turn a request's values into large values (groups of
+// a query's characters, a list repeated) and numbers (a power).
+const renderValueProxies = `proxies:
+  - name: render
+    type: http
+    url: http://127.0.0.1:1
+    mocks:
+      - name: groups
+        request: {method: GET, url: "^/groups$", query: {q: .q}}
+        response: {status: 200, body: '{{ q | batch(1) | list | length }}'}
+      - name: rows
+        request: {method: GET, url: "^/rows$", query: {q: .q}}
+        response: {status: 200, body: '{{ q | batch(10) | list | length }}'}
+      - name: repeat
+        request: {method: GET, url: "^/repeat$", query: {n: .n}}
+        response: {status: 200, body: '{{ [1] * (n | int) }}'}
+      - name: power
+        request: {method: GET, url: "^/power$", query: {n: .n}}
+        response: {status: 200, body: '{{ 2 ** (n | int) }}'}
+`
+
+// TestRenderValuesCountAgainstTheBudget: what a filter makes counts
+// before it is made. Eight requests at once, each grouping the characters
+// of a 900 KB query (one group each, and one group of ten each), are
+// answered 500 TEMPLATE_RENDER_ERROR naming the bound they would pass,
+// at once, and the process's peak RSS stays far below the gigabyte the
+// groups would take; arithmetic that leaves the 64-bit integers is an
+// error naming them, never a wrong number; small values render as
+// Jinja2 renders them.
+func TestRenderValuesCountAgainstTheBudget(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("needs /proc")
+	}
+	const limit = 200 << 20
+	cfg := serveConfig(t, t.TempDir(), 0, 0, renderValueProxies)
+	p, addr := serveUp(t, cfg, nil)
+	pid := p.cmd.Process.Pid
+	before := peakRSS(t, pid)
+
+	q := strings.Repeat("x", 900_000)
+	type answer struct {
+		path string
+		r    response
+		err  error
+	}
+	answers := make(chan answer, 8)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		path := []string{"/groups", "/rows"}[i%2]
+		wg.Go(func() {
+			r, err := get(newClient(), "http://"+addr+path+"?q="+q, nil)
+			answers <- answer{path, r, err}
+		})
+	}
+	wg.Wait()
+	close(answers)
+	want := map[string]string{
+		"/groups": "batch would make 900000 groups, over the bound of 100000",
+		"/rows":   "would make or read more than 64 MiB of values, the bound for one answer",
+	}
+	for a := range answers {
+		if a.err != nil {
+			t.Fatalf("GET %s: %v", a.path, a.err)
+		}
+		var env struct{ Code, Message string }
+		_ = json.Unmarshal(a.r.body, &env)
+		if a.r.status != http.StatusInternalServerError || env.Code != "TEMPLATE_RENDER_ERROR" || !strings.Contains(env.Message, want[a.path]) {
+			t.Errorf("GET %s with a 900 KB query: status %d: %.300s; want 500 TEMPLATE_RENDER_ERROR saying %q", a.path, a.r.status, a.r.body, want[a.path])
+		}
+	}
+	peak := peakRSS(t, pid)
+	t.Logf("peak RSS %.1f MiB at start, %.1f MiB after eight renders of 900 KB queries", float64(before)/(1<<20), float64(peak)/(1<<20))
+	if peak >= limit {
+		t.Errorf("peak RSS %.1f MiB, want under %d MiB", float64(peak)/(1<<20), limit>>20)
+	}
+
+	for path, want := range map[string]string{
+		"/groups?q=abc":                      "3",
+		"/rows?q=" + strings.Repeat("y", 95): "10",
+		"/repeat?n=3":                        "[1, 1, 1]",
+		"/power?n=62":                        "4611686018427387904",
+	} {
+		if r := mustGet(t, newClient(), "http://"+addr+path, nil); r.status != http.StatusOK || string(r.body) != want {
+			t.Errorf("GET %s: status %d, %q; want 200 %q", path, r.status, r.body, want)
+		}
+	}
+	for path, want := range map[string]string{
+		"/repeat?n=100000000": "rendering bound",
+		"/power?n=100000":     "`**` would give an integer beyond ±9223372036854775807",
+		"/power?n=63":         "`**` would give an integer beyond ±9223372036854775807",
+	} {
+		r := mustGet(t, newClient(), "http://"+addr+path, nil)
+		var env struct{ Code, Message string }
+		_ = json.Unmarshal(r.body, &env)
+		if r.status != http.StatusInternalServerError || env.Code != "TEMPLATE_RENDER_ERROR" || !strings.Contains(env.Message, want) {
+			t.Errorf("GET %s: status %d: %.300s; want 500 TEMPLATE_RENDER_ERROR saying %q", path, r.status, r.body, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package jinja
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"unicode/utf8"
@@ -68,7 +69,6 @@ const maxWrap = 10_000
 // The filters the rewrite inserts, and the variable that holds an
 // answer's budget.
 const (
-	timesFilter = "_doppel_times"
 	sizeFilter  = "_doppel_size"
 	loopFilter  = "_doppel_loop"
 	readFilter  = "_doppel_read"
@@ -186,7 +186,7 @@ var sizers = map[string]func(in *exec.Value, params *exec.VarArgs) int{
 		return product(in.Len()-1, len(d.String()))
 	},
 	"batch": func(in *exec.Value, params *exec.VarArgs) int {
-		n, _ := intArg(params, 0, "linecount")
+		n, _ := intArg(params, 0, "linecount") // what fill_with can add to the last group
 		return over(n, MaxRange)
 	},
 	"slice": func(in *exec.Value, params *exec.VarArgs) int {
@@ -249,8 +249,70 @@ func widths(format string) int {
 	return total
 }
 
+// itemMem and groupMem are what a filter's output holds for each item of
+// its input (one slot of a list, the item as gonja wraps it) and each
+// group it makes (a list of its own), as measured of gonja's filters with
+// room to spare (TestFiltersHoldWhatTheyAreCharged).
+const (
+	itemMem  = 96
+	groupMem = 64
+)
+
+// madeAhead are the filters that make a value for each item of their input
+// (each byte of a string): their output is charged before they run, by the
+// items and groups it will hold, so that one that cannot fit is refused
+// before it is made: `q | batch(1)` over a query of a million characters
+// would make a million lists.
+var madeAhead = map[string]func(items int, params *exec.VarArgs) (groups int){
+	"batch": func(items int, params *exec.VarArgs) int {
+		n, _ := intArg(params, 0, "linecount")
+		if n <= 0 {
+			return items
+		}
+		return (items + n - 1) / n
+	},
+	"slice": func(items int, params *exec.VarArgs) int {
+		n, _ := intArg(params, 0, "slices")
+		return min(max(n, 0), items+1)
+	},
+	"groupby":    func(items int, _ *exec.VarArgs) int { return items },
+	"dictsort":   func(items int, _ *exec.VarArgs) int { return items },
+	"items":      func(items int, _ *exec.VarArgs) int { return items },
+	"list":       noGroups,
+	"map":        noGroups,
+	"select":     noGroups,
+	"reject":     noGroups,
+	"selectattr": noGroups,
+	"rejectattr": noGroups,
+	"unique":     noGroups,
+	"sort":       noGroups,
+	"reverse":    noGroups,
+}
+
+func noGroups(int, *exec.VarArgs) int { return 0 }
+
+// ahead is what madeAhead charges a filter before it runs (0 for the
+// others), or why it may not run: at most MaxRange groups.
+func ahead(name string, in *exec.Value, params *exec.VarArgs) (int, error) {
+	groups := madeAhead[name]
+	if groups == nil {
+		return 0, nil
+	}
+	items := length(in)
+	g := groups(items, params)
+	if (name == "batch" || name == "slice") && g > MaxRange {
+		return 0, fmt.Errorf("%s would make %d groups, over the bound of %d", name, g, MaxRange)
+	}
+	if items > MaxBytes/itemMem || g > MaxBytes/groupMem {
+		return MaxBytes + 1, nil
+	}
+	return min(items*itemMem+g*groupMem, MaxBytes+1), nil
+}
+
 // boundedFilter checks a filter's size beforehand when a sizer knows how,
-// and its result against MaxOutput, charging it to the answer.
+// and its result against MaxOutput, charging what it makes to the answer:
+// before it runs when madeAhead knows how much, and what its result holds
+// beyond that once it has. A float it gives must be a number.
 func boundedFilter(name string, f exec.FilterFunction) exec.FilterFunction {
 	size := sizers[name]
 	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
@@ -266,46 +328,28 @@ func boundedFilter(name string, f exec.FilterFunction) exec.FilterFunction {
 		if c > MaxOutput {
 			return exec.AsValue(tooBig(name, c))
 		}
-		if err := spend(e, 0, 0, c); err != nil {
+		before, err := ahead(name, in, params)
+		if err != nil {
+			return exec.AsValue(err)
+		}
+		if err := spend(e, 0, before, c); err != nil {
 			return exec.AsValue(err)
 		}
 		out := f(e, in, params)
 		if out.IsError() {
 			return out
 		}
-		n := cost(out)
+		if out.IsFloat() && (math.IsInf(out.Float(), 0) || math.IsNaN(out.Float())) {
+			return exec.AsValue(fmt.Errorf("the result is %v, which is not a number a template can use", out.Float()))
+		}
+		n, mem, _ := weigh(out.Interface())
 		if n > MaxOutput {
 			return exec.AsValue(tooBig(name, n))
 		}
-		if err := spend(e, 0, n, 0); err != nil {
+		if err := spend(e, 0, max(mem-before, 0), 0); err != nil {
 			return exec.AsValue(err)
 		}
 		return out
-	}
-}
-
-// times is `left * right` as gonja computes it, with a string repetition
-// checked before it is made.
-func times(e *exec.Evaluator, left *exec.Value, params *exec.VarArgs) *exec.Value {
-	if left.IsError() {
-		return left
-	}
-	right := params.Args[0]
-	switch {
-	case left.IsFloat() || right.IsFloat():
-		return exec.AsValue(left.Float() * right.Float())
-	case left.IsString():
-		n := max(right.Integer(), 0)
-		size := product(len(left.String()), n)
-		if size > MaxOutput {
-			return exec.AsValue(tooBig("`*`", size))
-		}
-		if err := spend(e, 0, size, 0); err != nil {
-			return exec.AsValue(err)
-		}
-		return exec.AsValue(strings.Repeat(left.String(), n))
-	default:
-		return exec.AsValue(left.Integer() * right.Integer())
 	}
 }
 
@@ -316,7 +360,7 @@ func sized(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value 
 	if in.IsError() {
 		return in
 	}
-	w, steps := weigh(in.Interface())
+	w, mem, steps := weigh(in.Interface())
 	if w > MaxOutput {
 		return exec.AsValue(tooBig("the value", w))
 	}
@@ -324,7 +368,7 @@ func sized(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value 
 	if len(params.Args) > 0 { // a method's receiver
 		read = length(params.Args[0])
 	}
-	if err := spend(e, steps/64, w, read); err != nil {
+	if err := spend(e, steps/64, mem, read); err != nil {
 		return exec.AsValue(err)
 	}
 	return in
@@ -411,7 +455,7 @@ func cost(v *exec.Value) int {
 			return 0
 		}
 	}
-	w, _ := weigh(v.Interface())
+	w, _, _ := weigh(v.Interface())
 	return w
 }
 
@@ -437,72 +481,144 @@ func looped(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value
 // maxDepth bounds how deeply lists and dicts may nest.
 const maxDepth = 1000
 
+// What values take in memory, as weigh counts it: a string's header, a
+// slice's, one slot of a list, gonja's wrapper of a value, a number, and
+// a map's overhead for each of its entries.
+const (
+	stringMem = 16
+	sliceMem  = 24
+	slotMem   = 16
+	valueMem  = 32
+	scalarMem = 8
+	entryMem  = 48
+)
+
 // weigh is about how many bytes v takes when rendered, MaxOutput+1 when
-// more (or when it nests deeper than maxDepth, or holds itself), with
-// steps the work it took. What a list or dict holds counts every time it
-// is reached, as rendering would write it, but each list or dict is
-// weighed once: a structure that holds another twice costs no more to
-// weigh than one that holds it once.
-func weigh(v any) (weight, steps int) {
-	const busy = -1
-	memo := map[[2]uintptr]int{}
-	var w func(x reflect.Value, depth int) int
-	w = func(x reflect.Value, depth int) int {
-		steps++
-		for x.Kind() == reflect.Interface || x.Kind() == reflect.Pointer {
-			if x.IsNil() {
-				return 8
-			}
-			switch p := x.Interface().(type) {
-			case *exec.Value:
-				x = p.Val
-				continue
-			case *exec.Dict: // what dict() makes: weighed as its pairs
-				x = reflect.ValueOf(p.Pairs)
-				continue
-			case *exec.Pair:
-				x = reflect.ValueOf([]*exec.Value{p.Key, p.Value})
-				continue
-			}
-			x = x.Elem()
+// more (or when it nests deeper than maxDepth, or holds itself); about
+// how many bytes of memory it holds (what it shares with itself counted
+// once); and the steps it took. What a list or dict holds counts every
+// time it is reached, as rendering would write it, but a list or dict
+// that holds others is weighed once: a structure that holds another
+// twice costs no more to weigh than one that holds it once. One that
+// holds none (a row of numbers or strings) is weighed wherever it is
+// reached without being remembered: a list of a million such rows would
+// spend more remembering them than weighing them.
+func weigh(v any) (weight, mem, steps int) {
+	w := weigher{}
+	weight = w.of(reflect.ValueOf(v), 0)
+	return weight, w.mem, w.steps
+}
+
+type weigher struct {
+	memo       map[[2]uintptr]int // the weights of lists and dicts that hold others, or busy
+	mem, steps int
+}
+
+const busy = -1
+
+// unwrap is x without its interfaces, pointers and gonja's wrappers,
+// whose memory it counts.
+func (g *weigher) unwrap(x reflect.Value) reflect.Value {
+	for x.Kind() == reflect.Interface || x.Kind() == reflect.Pointer {
+		if x.IsNil() {
+			return x
 		}
-		var key [2]uintptr
-		switch x.Kind() {
-		case reflect.String:
-			return x.Len()
-		case reflect.Slice, reflect.Map:
+		switch p := x.Interface().(type) {
+		case *exec.Value:
+			g.mem += valueMem
+			x = p.Val
+			continue
+		case *exec.Dict: // what dict() makes: weighed as its pairs
+			x = reflect.ValueOf(p.Pairs)
+			continue
+		case *exec.Pair:
+			return x
+		}
+		x = x.Elem()
+	}
+	return x
+}
+
+// container reports whether x (unwrapped) can hold other values.
+func container(x reflect.Value) bool {
+	switch x.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Array, reflect.Pointer:
+		return true
+	}
+	return false
+}
+
+func (g *weigher) of(x reflect.Value, depth int) int {
+	g.steps++
+	x = g.unwrap(x)
+	switch x.Kind() {
+	case reflect.Invalid, reflect.Interface, reflect.Pointer:
+		if x.Kind() == reflect.Pointer && !x.IsNil() { // a pair of a dict
+			p := x.Interface().(*exec.Pair)
 			if depth > maxDepth {
 				return MaxOutput + 1
 			}
-			key = [2]uintptr{x.Pointer(), uintptr(x.Len())}
-			switch m, ok := memo[key]; {
-			case ok && m == busy:
-				return MaxOutput + 1 // it holds itself
-			case ok:
-				return m
-			}
-			memo[key] = busy
-		case reflect.Array:
-		default:
-			return 8
+			g.mem += 2 * scalarMem
+			return min(g.of(reflect.ValueOf(p.Key), depth+1)+g.of(reflect.ValueOf(p.Value), depth+1)+4, MaxOutput+1)
 		}
-		total := 2
-		add := func(n int) { total = min(total+n, MaxOutput+1) }
-		if x.Kind() == reflect.Map {
-			for it := x.MapRange(); it.Next() && total <= MaxOutput; {
-				add(w(it.Key(), depth+1) + w(it.Value(), depth+1) + 2)
-			}
-		} else {
-			for i := 0; i < x.Len() && total <= MaxOutput; i++ {
-				add(w(x.Index(i), depth+1) + 1)
-			}
-		}
-		if x.Kind() != reflect.Array {
-			memo[key] = total
-		}
-		return total
+		g.mem += scalarMem
+		return 8
+	case reflect.String:
+		g.mem += stringMem + x.Len()
+		return x.Len()
+	case reflect.Slice, reflect.Map, reflect.Array:
+	default:
+		g.mem += scalarMem
+		return 8
 	}
-	return w(reflect.ValueOf(v), 0), steps
+	if depth > maxDepth {
+		return MaxOutput + 1
+	}
+	var key [2]uintptr
+	remembered := false
+	if x.Kind() != reflect.Array {
+		key = [2]uintptr{x.Pointer(), uintptr(x.Len())}
+		switch m, ok := g.memo[key]; {
+		case ok && m == busy:
+			return MaxOutput + 1 // it holds itself
+		case ok:
+			return m
+		}
+	}
+	// remember marks x as being weighed once it turns out to hold
+	// another list or dict, before that one is weighed.
+	remember := func(child reflect.Value) {
+		if remembered || x.Kind() == reflect.Array || !container(g.unwrap(child)) {
+			return
+		}
+		if g.memo == nil {
+			g.memo = map[[2]uintptr]int{}
+		}
+		g.memo[key] = busy
+		remembered = true
+	}
+	total := 2
+	add := func(n int) { total = min(total+n, MaxOutput+1) }
+	switch x.Kind() {
+	case reflect.Map:
+		g.mem += entryMem * (x.Len() + 1)
+		for it := x.MapRange(); it.Next() && total <= MaxOutput; {
+			remember(it.Value())
+			add(g.of(it.Key(), depth+1) + g.of(it.Value(), depth+1) + 2)
+		}
+	default:
+		if x.Kind() == reflect.Slice {
+			g.mem += sliceMem + x.Len()*int(x.Type().Elem().Size())
+		}
+		for i := 0; i < x.Len() && total <= MaxOutput; i++ {
+			remember(x.Index(i))
+			add(g.of(x.Index(i), depth+1) + 1)
+		}
+	}
+	if remembered {
+		g.memo[key] = total
+	}
+	return total
 }
 
 // boundedFilters are gonja's filters, each bounded, and the ones the
@@ -514,7 +630,11 @@ func boundedFilters() *exec.FilterSet {
 		f, _ := set.Get(name)
 		_ = set.Replace(name, boundedFilter(name, f))
 	}
-	_ = set.Register(timesFilter, times)
+	sum, _ := gonja.DefaultEnvironment.Filters.Get("sum")
+	mapped, _ := gonja.DefaultEnvironment.Filters.Get("map")
+	_ = set.Replace("sum", boundedFilter("sum", summed(sum, mapped)))
+	_ = set.Register(arithFilter, arith)
+	_ = set.Register(negateFilter, negate)
 	_ = set.Register(sizeFilter, sized)
 	_ = set.Register(loopFilter, looped)
 	_ = set.Register(readFilter, read)
@@ -551,7 +671,7 @@ var stringSizers = map[string]func(self string, params *exec.VarArgs) int{
 		if items == nil {
 			return 0
 		}
-		w, _ := weigh(items.Interface())
+		w, _, _ := weigh(items.Interface())
 		return min(w, MaxOutput+1) + product(length(items), len(self))
 	},
 	"split":      splitItems,
@@ -593,7 +713,7 @@ func formatSize(format string, params *exec.VarArgs) int {
 		case v.IsString():
 			args += len(v.String())
 		default:
-			w, _ := weigh(v.Interface())
+			w, _, _ := weigh(v.Interface())
 			args += min(w, MaxOutput+1)
 		}
 		size = min(size, MaxOutput+1)
@@ -853,14 +973,21 @@ func checked(n nodes.Node) nodes.Node {
 	switch x := n.(type) {
 	case *nodes.BinaryExpression:
 		switch x.Operator.Token.Type {
-		case tokens.Multiply:
-			return withFilter(x.Left, timesFilter, x.Right, x.Operator.Token)
-		case tokens.Addition, tokens.Tilde:
+		case tokens.Addition, tokens.Subtraction, tokens.Multiply, tokens.Division,
+			tokens.FloorDivision, tokens.Modulo, tokens.Power:
+			at := x.Operator.Token
+			op := &nodes.String{Location: at, Val: at.Val}
+			return withFilter(x.Left, arithFilter, op, at, x.Right)
+		case tokens.Tilde:
 			return withFilter(x, sizeFilter, nil, x.Operator.Token)
 		case tokens.Equals, tokens.Ne, tokens.LowerThan, tokens.LowerThanOrEqual,
 			tokens.GreaterThan, tokens.GreaterThanOrEqual, tokens.In:
 			x.Left = withFilter(x.Left, readFilter, nil, x.Operator.Token)
 			x.Right = withFilter(x.Right, readFilter, nil, x.Operator.Token)
+		}
+	case *nodes.UnaryExpression:
+		if x.Negative {
+			return withFilter(x.Term, negateFilter, nil, x.Operator)
 		}
 	case *nodes.TestExpression:
 		x.Expression = withFilter(x.Expression, readFilter, nil, x.Test.Token)
@@ -911,10 +1038,10 @@ func pure(n nodes.Node) bool {
 	return false
 }
 
-func withFilter(e nodes.Expression, filter string, arg nodes.Expression, at *tokens.Token) *nodes.FilteredExpression {
+func withFilter(e nodes.Expression, filter string, arg nodes.Expression, at *tokens.Token, more ...nodes.Expression) *nodes.FilteredExpression {
 	call := &nodes.FilterCall{Token: at, Name: filter, Kwargs: map[string]nodes.Expression{}}
 	if arg != nil {
-		call.Args = []nodes.Expression{arg}
+		call.Args = append([]nodes.Expression{arg}, more...)
 	}
 	return &nodes.FilteredExpression{Expression: e, Filters: []*nodes.FilterCall{call}}
 }

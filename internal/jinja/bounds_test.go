@@ -55,7 +55,7 @@ func TestSizesAreBoundedBeforeAllocation(t *testing.T) {
 		`{{ s.zfill(n) }}`,
 		`{{ "\t".expandtabs(n) }}`,
 		`{{ "{:>99999999999}".format(s) }}`,
-		`{{ range(small * n) | length }}`,
+		`{{ range(small * (n | int)) | length }}`,
 		`{{ dict(a="x" * n) }}`,
 		`{% do items.append("x" * n) %}`,
 		`{{ ("<" * 4000000) | forceescape | forceescape }}`,
@@ -106,6 +106,13 @@ func TestSizesAreBoundedBeforeAllocation(t *testing.T) {
 		`{% set sep = "x" * 1000000 %}{{ sep.join(range(10000) | map("string") | list) }}`,
 		`{{ big.split("x") | length }}`,
 		`{{ big | list | length }}`,
+		// filters that make a value for every item: charged before they run
+		`{{ big | batch(1) | length }}`,
+		`{{ big | batch(200) | length }}`,
+		`{{ big | slice(200000) | length }}`,
+		`{{ big | unique | list | length }}`,
+		`{{ ("x" * 1000000) | sort | length }}`,
+		`{% set l = "x" * 600000 %}{{ l | batch(10) | map("first") | list | length }}`,
 		`{{ ("a " * 100000) | wordwrap(10000000) }}`,
 		`{{ range(-9223372036854775807 - 1, 9223372036854775807) }}`,
 		// loops over dicts count their turns
@@ -129,7 +136,7 @@ func TestBoundsKeepOrdinaryResults(t *testing.T) {
 	for src, want := range map[string]string{
 		`{{ s * 3 }}`:                          "ababab",
 		`{{ s * "2" }}`:                        "abab",
-		`{{ 3 * s }}`:                          "0",
+		`{{ 3 * s }}`:                          "ababab",
 		`{{ small * 2 }}`:                      "6",
 		`{{ small * 2.5 }}`:                    "7.5",
 		`{{ 2 * 3 * 4 }}`:                      "24",

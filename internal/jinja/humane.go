@@ -31,13 +31,15 @@ var (
 	filterToken = regexp.MustCompile(`unable to evaluate filter &\{<Token\[\w+\] Val='(\w+)'[^}]*\}`)
 )
 
-// humane rewrites a rendering error message from gonja for source.
-func humane(msg, source string) string {
+// humane rewrites a rendering error message from gonja for source, with
+// where it happened read from raw, gonja's own message (msg may have lost
+// the positions of the filters the bounds insert).
+func humane(raw, msg, source string) string {
 	line, col := 0, 0
-	if m := atLineCol.FindStringSubmatch(msg); m != nil {
+	if m := atLineCol.FindStringSubmatch(raw); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		col, _ = strconv.Atoi(m[2])
-	} else if m := atLine.FindStringSubmatch(msg); m != nil {
+	} else if m := atLine.FindStringSubmatch(raw); m != nil {
 		line, _ = strconv.Atoi(m[1])
 	}
 	for _, re := range engineNoise {

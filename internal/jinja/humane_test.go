@@ -12,12 +12,15 @@ func TestRenderErrorsSayWhereAndWhy(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{`{% if id.x.y %}a{% endif %}`, "line 1, column 7, in `{% if id.x.y %}`: unable to evaluate id.x: attribute 'x' not found"},
 		{`{{ missing }}`, "line 1, in `{{ missing }}`: unable to evaluate name \"missing\""},
-		{`{{ id.upper(1,2,3) }}`, "line 1, in `{{ id.upper(1,2,3) }}`: invalid call to method 'upper' of abc: received 3 unexpected positional arguments"},
-		{`{{ range }}`, "line 1, in `{{ range }}`: a function is written as a value: call it, with ()"},
-		{`{{ lipsum }}`, "line 1, in `{{ lipsum }}`: a function is written as a value"},
-		{`{% set f = range %}{{ f }}`, "line 1: a function is written as a value"},
-		{"a\n{{ id }} {{ id.q.r }}", "line 2: unable to evaluate id.q: attribute 'q' not found"},
+		{`{{ id.upper(1,2,3) }}`, "line 1, column 12, in `{{ id.upper(1,2,3) }}`: invalid call to method 'upper' of abc: received 3 unexpected positional arguments"},
+		{`{{ range }}`, "line 1, column 4, in `{{ range }}`: a function is written as a value: call it, with ()"},
+		{`{{ lipsum }}`, "line 1, column 4, in `{{ lipsum }}`: a function is written as a value"},
+		{`{% set f = range %}{{ f }}`, "line 1, column 23, in `{{ f }}`: a function is written as a value"},
+		{"a\n{{ id }} {{ id.q.r }}", "line 2, column 17, in `{{ id.q.r }}`: unable to evaluate id.q: attribute 'q' not found"},
 		{`{% for i in range(2) %}{{ i.x.y }}{% endfor %}`, "line 1, column 24, in `{{ i.x.y }}`: unable to evaluate i.x"},
+		// where a filter the bounds insert fails, gonja's position of it
+		{`{{ id }}{{ 2 ** 64 }}`, "line 1, column 14, in `{{ 2 ** 64 }}`: `**` would give an integer beyond"},
+		{`{{ id | float }}{{ "nan" | float }}`, "line 1, column 28, in `{{ \"nan\" | float }}`: filter `float`: invalid call to filter 'float': the result is NaN, which is not a number"},
 	} {
 		tpl, err := Compile(c.src)
 		if err != nil {

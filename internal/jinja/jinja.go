@@ -271,7 +271,8 @@ func (x *execution) run() (err error) {
 		x.out.spent.release()
 	}()
 	if err := x.r.Execute(); err != nil {
-		msg := humane(ownFilters.ReplaceAllString(err.Error(), ""), x.source)
+		raw := err.Error()
+		msg := humane(raw, ownFilters.ReplaceAllString(raw, ""), x.source)
 		if len(msg) > maxMessage { // gonja quotes whole values, megabytes of them: keep both ends
 			msg = strings.ToValidUTF8(msg[:maxMessage/2], "") + " … " + strings.ToValidUTF8(msg[len(msg)-maxMessage/2:], "")
 		}
