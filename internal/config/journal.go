@@ -16,7 +16,7 @@ type Journal struct {
 	// document written before they existed keeps its revision.
 	Headers *JournalHeaders `yaml:"headers,omitempty" doc:"How much of each entry's request headers, and of its response headers, is kept: names and values, the smallest first; a value cut ends with … and the entry says headers_cut. Defaults to 16Ki; 0 keeps none. At most 1Mi."`
 	Bytes   *JournalBudget  `yaml:"bytes,omitempty" doc:"The journal's byte budget beside size: it keeps the newest entries that fit both, and an entry evicted by either counts in dropped. Defaults to 64Mi; at least 1Mi, at most 64Gi."`
-	Reveal []HeaderName  `yaml:"reveal,omitempty" doc:"Secret headers to keep as sent rather than as ***: the admin auth header, Authorization, Proxy-Authorization and Cookie of a request, and Set-Cookie of an answer, are masked unless listed here."`
+	Reveal  []HeaderName    `yaml:"reveal,omitempty" doc:"Secret headers to keep as sent rather than as ***: the admin auth header, Authorization, Proxy-Authorization and Cookie of a request, and Set-Cookie of an answer, are masked unless listed here."`
 }
 
 // Journal defaults and bounds.
