@@ -130,7 +130,7 @@ func used(j *Journal) (counted, sum int64) {
 func TestTheRingKeepsWithinItsBytes(t *testing.T) {
 	j := New(doc(t, "journal: {size: 100, bodies: 1Mi, bytes: 1Mi}\n"))
 	for i := range 10 {
-		j.Active().Record(exchange(fmt.Sprint(i), 250<<10), time.Now())
+		j.Active().Record(exchange(fmt.Sprint(i), 240<<10), time.Now())
 	}
 	if got := ids(j.Entries()); got != "6,7,8,9" || j.Dropped() != 6 {
 		t.Errorf("entries %s, %d dropped; want 6,7,8,9 and 6", got, j.Dropped())
