@@ -91,8 +91,11 @@ type VerificationError struct {
 	Matched int
 	// GapsMS are the milliseconds between consecutive matched entries.
 	GapsMS []float64
-	// Requests are the matched entries, oldest first.
+	// Requests are the matched entries, oldest first: the newest 100 of
+	// them.
 	Requests []Request
+	// RequestsOmitted counts the older matched entries not in Requests.
+	RequestsOmitted int
 }
 
 func (e *VerificationError) Error() string {

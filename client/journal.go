@@ -36,12 +36,15 @@ type Request struct {
 	BodyTruncated bool        `json:"body_truncated"`
 	// Status is the HTTP status answered; 0 (null in the JSON) for a tcp
 	// proxy's connection, which has none.
-	Status                int         `json:"status"`
-	ResponseHeaders       http.Header `json:"response_headers"`
-	ResponseBody          Body        `json:"response_body"`
-	ResponseBodyTruncated bool        `json:"response_body_truncated"`
-	Fault                 Fault       `json:"fault"`
-	DurationMS            float64     `json:"duration_ms"`
+	Status          int         `json:"status"`
+	ResponseHeaders http.Header `json:"response_headers"`
+	// HeadersCut says journal.headers cut Headers or ResponseHeaders: a
+	// value cut ends with "…", and headers past the bound are left out.
+	HeadersCut            bool    `json:"headers_cut"`
+	ResponseBody          Body    `json:"response_body"`
+	ResponseBodyTruncated bool    `json:"response_body_truncated"`
+	Fault                 Fault   `json:"fault"`
+	DurationMS            float64 `json:"duration_ms"`
 	// UpstreamMS is the upstream's time; nil when none answered.
 	UpstreamMS *float64 `json:"upstream_ms"`
 	Client     string   `json:"client"` // the peer's IP
@@ -112,7 +115,8 @@ type Filter struct {
 	// Since keeps the entries after one: an entry's ID, or a time
 	// (exclusive).
 	Since string
-	// Limit keeps the newest that many (still oldest first).
+	// Limit keeps the newest that many (still oldest first): 1 to
+	// 10,000; 0 lets the list answer its default of 1,000.
 	Limit int
 }
 
@@ -139,6 +143,9 @@ type RequestList struct {
 	Requests []Request `json:"requests"`
 	// Dropped counts the entries the ring forgot since start.
 	Dropped uint64 `json:"dropped"`
+	// More counts the older entries that matched beyond the limit (1,000
+	// unless Filter.Limit says): they are not in Requests.
+	More int `json:"more"`
 }
 
 // Requests lists the journal's entries the filter selects, of the proxies
@@ -239,10 +246,11 @@ func (c *Client) Verify(ctx context.Context, v Verification) (VerifyResult, erro
 			Matched  int       `json:"matched"`
 			GapsMS   []float64 `json:"gaps_ms"`
 			Requests []Request `json:"requests"`
+			Omitted  int       `json:"requests_omitted"`
 		}
 		if json.Unmarshal(body, &failed) == nil && failed.Code == string(ErrVerificationFailed.(codeError)) {
 			return VerifyResult{}, &VerificationError{Message: failed.Message, Matched: failed.Matched,
-				GapsMS: failed.GapsMS, Requests: failed.Requests}
+				GapsMS: failed.GapsMS, Requests: failed.Requests, RequestsOmitted: failed.Omitted}
 		}
 	}
 	return VerifyResult{}, answerError(opVerifyRequests.id, resp.StatusCode, body)

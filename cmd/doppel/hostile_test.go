@@ -116,7 +116,7 @@ func TestAdminHostileClients(t *testing.T) {
 }
 
 // peakRSS is VmHWM of pid, in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
+func peakRSS(t testing.TB, pid int) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

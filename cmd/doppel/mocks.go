@@ -115,6 +115,9 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 			if out.Exchanges > 0 {
 				head += ", from " + count(out.Exchanges, "exchange")
 			}
+			if out.Message != "" {
+				head += "\n# " + out.Message
+			}
 			return write(cmd, head+"\n"+string(y))
 		},
 	}

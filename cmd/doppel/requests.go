@@ -119,7 +119,7 @@ func (f *filterFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.path, "path", "", "only paths this regular expression matches")
 	fs.StringVar(&f.session, "session", "", "only this session's requests")
 	fs.StringVar(&f.since, "since", "", "only requests after this one: a request id or an RFC 3339 time")
-	fs.IntVar(&f.limit, "limit", 0, "only the newest this many")
+	fs.IntVar(&f.limit, "limit", 0, "only the newest this many, at most 10000 (list: 1000 unless given)")
 }
 
 func (f *filterFlags) query() string {
@@ -173,6 +173,7 @@ func newRequestsListCmd() *cobra.Command {
 			var list struct {
 				Requests []*journal.Entry `json:"requests"`
 				Dropped  uint64           `json:"dropped"`
+				More     int              `json:"more"`
 			}
 			if err := json.Unmarshal(raw, &list); err != nil {
 				return failed("the admin API's answer is not a list of requests: %v", err)
@@ -183,6 +184,9 @@ func newRequestsListCmd() *cobra.Command {
 				row(tw, e)
 			}
 			_ = tw.Flush()
+			if list.More > 0 {
+				fmt.Fprintf(&b, "(%d older requests matched too: --limit shows up to %d)\n", list.More, journal.MaxLimit)
+			}
 			if list.Dropped > 0 {
 				fmt.Fprintf(&b, "(%d older requests were dropped to make room)\n", list.Dropped)
 			}
@@ -393,6 +397,7 @@ which, and the matched requests follow).`,
 				Matched  int              `json:"matched"`
 				GapsMS   []float64        `json:"gaps_ms"`
 				Requests []*journal.Entry `json:"requests"`
+				Omitted  int              `json:"requests_omitted"`
 			}
 			if err := json.Unmarshal(raw, &got); err != nil {
 				return failed("the admin API's answer is not a verification's: %v", err)
@@ -412,6 +417,9 @@ which, and the matched requests follow).`,
 						row(tw, e)
 					}
 					_ = tw.Flush()
+					if got.Omitted > 0 {
+						fmt.Fprintf(&b, "(the newest %d shown; %d older requests matched too)\n", len(got.Requests), got.Omitted)
+					}
 				}
 				if err := write(cmd, b.String()); err != nil {
 					return err

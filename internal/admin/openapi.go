@@ -98,7 +98,7 @@ var codeMeaning = map[apierr.Code]string{
 	apierr.UploadTooLarge:      "the body is over the limit: 1 MiB for a proxy document, `admin.upload.limit` for a file",
 	apierr.TemplateNotDeclared: "no mock of the proxy names the file in `response.template`",
 	apierr.StoreError:          "the store failed, or a change was stored but could not be put in force (a reload retries it)",
-	apierr.VerificationFailed:  "a condition did not hold; the message says which, and the body adds `matched`, `gaps_ms` and the matched `requests`",
+	apierr.VerificationFailed:  "a condition did not hold; the message says which, and the body adds `matched`, `gaps_ms`, the newest 100 matched `requests` and `requests_omitted`",
 }
 
 // filterQuery are the journal's filters.
@@ -111,7 +111,7 @@ var queryParams = map[string]map[string]any{
 	"path":    {"description": "Only paths this regular expression matches (unanchored).", "schema": map[string]any{"type": "string"}, "example": "^/orders"},
 	"session": {"description": "Only this session's: its entries, or its overlay's counters.", "schema": map[string]any{"type": "string"}},
 	"since":   {"description": "Only entries after this one: an entry's `id`, or an RFC 3339 time (exclusive).", "schema": map[string]any{"type": "string"}},
-	"limit":   {"description": "Only the newest this many (still oldest first), 1 to `journal.size`.", "schema": map[string]any{"type": "integer", "minimum": 1}},
+	"limit":   {"description": "Only the newest this many (still oldest first), 1 to 10000; a list holds 1000 unless given, and counts the older ones that matched in `more`.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 10000}},
 }
 
 // pathParams describes each {name} a pattern may hold.
@@ -551,7 +551,7 @@ func answerSchemas() map[string]any {
 		"RecordPreview": object([]string{"mocks", "exchanges"}, map[string]any{
 			"mocks":     map[string]any{"type": "array", "items": ref("Mock"), "description": "One per method and path, the latest answer winning; `[]` when nothing matched."},
 			"exchanges": withDescription(count, "How many exchanges they were made from."),
-			"message":   withDescription(str, "Why there are none, when there are none."),
+			"message":   withDescription(str, "Why there are none, when there are none; else which mocks leave out headers `journal.headers` cut, when some do."),
 		}),
 		"RecordResult": map[string]any{
 			"description": "With `apply: false`, or when nothing matched, what would be added (`RecordPreview`); with `apply: true`, the updated proxy and its new revision.",
@@ -594,19 +594,21 @@ func answerSchemas() map[string]any {
 				"additionalProperties": object(perProxyNames, perProxy),
 			},
 		}),
-		"RequestList": object([]string{"requests", "dropped"}, map[string]any{
-			"requests": map[string]any{"type": "array", "items": ref("RequestEntry"), "description": "Oldest first."},
-			"dropped":  withDescription(count, "Entries the ring forgot since start to make room for newer ones."),
+		"RequestList": object([]string{"requests", "dropped", "more"}, map[string]any{
+			"requests": map[string]any{"type": "array", "items": ref("RequestEntry"), "maxItems": 10000, "description": "Oldest first: the newest `limit` (1000 unless given) of those that matched."},
+			"dropped":  withDescription(count, "Entries the ring forgot since start to make room for newer ones (by `journal.size` or `journal.bytes`)."),
+			"more":     withDescription(count, "Older entries that matched beyond `limit`, not in `requests`."),
 		}),
 		"RequestEntry": requestEntrySchema(),
 		"Verification": verificationSchema(),
-		"VerifyFailure": object([]string{"status", "message", "code", "matched", "gaps_ms", "requests"}, map[string]any{
-			"status":   map[string]any{"const": "error"},
-			"message":  map[string]any{"type": "string", "description": "Which condition failed, and how."},
-			"code":     map[string]any{"const": string(apierr.VerificationFailed)},
-			"matched":  withDescription(count, "How many entries match."),
-			"gaps_ms":  map[string]any{"type": "array", "items": map[string]any{"type": "number"}},
-			"requests": map[string]any{"type": "array", "items": ref("RequestEntry"), "description": "The matched entries, oldest first."},
+		"VerifyFailure": object([]string{"status", "message", "code", "matched", "gaps_ms", "requests_omitted", "requests"}, map[string]any{
+			"status":           map[string]any{"const": "error"},
+			"message":          map[string]any{"type": "string", "description": "Which condition failed, and how."},
+			"code":             map[string]any{"const": string(apierr.VerificationFailed)},
+			"matched":          withDescription(count, "How many entries match."),
+			"gaps_ms":          map[string]any{"type": "array", "items": map[string]any{"type": "number"}},
+			"requests":         map[string]any{"type": "array", "items": ref("RequestEntry"), "maxItems": 100, "description": "The matched entries, oldest first: the newest 100 of them."},
+			"requests_omitted": withDescription(count, "Older matched entries not in `requests`."),
 		}),
 		"SessionInfo": sessionSchema(map[string]any{"type": "array", "items": ref("ProxyName"), "description": "The proxies it lays over."}),
 		"SessionList": object([]string{"sessions"}, map[string]any{
@@ -691,12 +693,12 @@ func requestEntrySchema() map[string]any {
 	str := map[string]any{"type": "string"}
 	nullStr := map[string]any{"type": []any{"string", "null"}}
 	headers := map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "array", "items": str},
-		"description": "Name -> values. The admin auth header, Authorization, Proxy-Authorization and Cookie are `***` unless `journal.reveal` lists them."}
+		"description": "Name -> values, at most `journal.headers` bytes of them (`headers_cut`). The admin auth header, Authorization, Proxy-Authorization and Cookie are `***` unless `journal.reveal` lists them."}
 	body := map[string]any{"description": "The first `journal.bodies` bytes: the text when UTF-8, else `{\"base64\": ...}`.",
 		"oneOf": []any{str, object([]string{"base64"}, map[string]any{"base64": str})}}
 	ms := map[string]any{"type": "number", "minimum": 0}
 	return object([]string{"id", "time", "proxy", "mock", "session", "method", "path", "query", "headers", "body", "body_truncated",
-		"status", "response_headers", "response_body", "response_body_truncated", "fault", "duration_ms", "upstream_ms", "client", "tunnel"},
+		"status", "response_headers", "headers_cut", "response_body", "response_body_truncated", "fault", "duration_ms", "upstream_ms", "client", "tunnel"},
 		map[string]any{
 			"id":                      withDescription(str, "The X-Request-ID."),
 			"time":                    map[string]any{"type": "string", "format": "date-time", "description": "When it arrived, RFC 3339 with nanoseconds."},
@@ -711,6 +713,7 @@ func requestEntrySchema() map[string]any {
 			"body_truncated":          map[string]any{"type": "boolean"},
 			"status":                  map[string]any{"type": []any{"integer", "null"}, "description": "The HTTP status answered; null for a tcp proxy's connection, which has none."},
 			"response_headers":        map[string]any{"type": []any{"object", "null"}, "additionalProperties": map[string]any{"type": "array", "items": str}},
+			"headers_cut":             map[string]any{"type": "boolean", "description": "Whether `journal.headers` cut `headers` or `response_headers`: the smallest are kept whole, a value cut ends with `…`, the rest is left out."},
 			"response_body":           body,
 			"response_body_truncated": map[string]any{"type": "boolean"},
 			"fault": object([]string{"replace", "loss", "abort", "hang", "bandwidth", "latency_ms"}, map[string]any{

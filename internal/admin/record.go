@@ -107,7 +107,7 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 			q.Set(k, v)
 		}
 	}
-	f, err := journal.ParseFilter(q, s.journal.Size())
+	f, err := journal.ParseFilter(q)
 	if err != nil {
 		apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
 		return
@@ -121,12 +121,12 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 	for _, m := range p.Mocks {
 		taken = append(taken, string(m.Name))
 	}
-	res, err := record.Mocks(entries, record.Limits{Bodies: bodies, BodyLimit: int(p.BodyLimit), Taken: taken})
+	res, err := record.Mocks(entries, record.Limits{Bodies: bodies, Headers: doc.Journal.HeadersKept(), BodyLimit: int(p.BodyLimit), Taken: taken})
 	if err != nil {
 		apierr.Write(w, apierr.ConfigInvalid, err.Error())
 		return
 	}
-	preview := recordPreview{Mocks: res.Mocks, Exchanges: res.Exchanges}
+	preview := recordPreview{Mocks: res.Mocks, Exchanges: res.Exchanges, Message: res.Note}
 	if preview.Mocks == nil {
 		preview.Mocks = []map[string]any{}
 		preview.Message = "no forwarded exchange of proxy " + name + " in the journal matches: nothing to record"

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,27 +48,50 @@ func filterFailed(w http.ResponseWriter, err error) {
 	apierr.Write(w, apierr.ConfigInvalid, err.Error())
 }
 
-type requestList struct {
-	Requests []*journal.Entry `json:"requests"`
-	Dropped  uint64           `json:"dropped"`
-}
-
 func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
 	visible, ok := s.readsOf(w, r, ActRead)
 	if !ok {
 		return
 	}
-	f, err := journal.ParseFilter(r.URL.Query(), s.journal.Size())
+	f, err := journal.ParseFilter(r.URL.Query())
 	if err != nil {
 		filterFailed(w, err)
 		return
 	}
-	out, err := f.Select(s.journal.Entries(), visible)
+	page, err := s.journal.List(f, visible)
 	if err != nil {
 		filterFailed(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, requestList{Requests: out, Dropped: s.journal.Dropped()})
+	writeEntries(w, http.StatusOK, "", fmt.Sprintf(`,"dropped":%d,"more":%d`, s.journal.Dropped(), page.More), page.Each)
+}
+
+// writeEntries answers a JSON object of the members before (each ending
+// with a comma), then "requests", the entries each yields, then the
+// members after (each beginning with one). The entries are encoded one
+// at a time as they are written: an answer of a full journal is never in
+// memory whole. A client that leaves ends it.
+func writeEntries(w http.ResponseWriter, status int, before, after string, each func(func(*journal.Entry) error) error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	_, _ = bw.WriteString("{" + before + `"requests":[`)
+	enc := json.NewEncoder(bw)
+	first := true
+	err := each(func(e *journal.Entry) error {
+		if !first {
+			if err := bw.WriteByte(','); err != nil {
+				return err
+			}
+		}
+		first = false
+		return enc.Encode(e)
+	})
+	if err != nil {
+		return
+	}
+	_, _ = bw.WriteString("]" + after + "}\n")
+	_ = bw.Flush()
 }
 
 func (s *Server) clearRequests(w http.ResponseWriter, r *http.Request) {
@@ -110,7 +134,7 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	f, err := journal.ParseFilter(r.URL.Query(), max(s.journal.Size(), 1))
+	f, err := journal.ParseFilter(r.URL.Query())
 	if err != nil {
 		filterFailed(w, err)
 		return
@@ -188,12 +212,13 @@ func writeEvent(w io.Writer, e *journal.Entry) error {
 	return err
 }
 
-// verifyFailure is the 409's body: the envelope, and what was found.
+// verifyFailure is the 409's body but its requests: the envelope, and
+// what was found.
 type verifyFailure struct {
 	apierr.Envelope
-	Matched  int              `json:"matched"`
-	GapsMS   []float64        `json:"gaps_ms"`
-	Requests []*journal.Entry `json:"requests"`
+	Matched         int       `json:"matched"`
+	GapsMS          []float64 `json:"gaps_ms"`
+	RequestsOmitted int       `json:"requests_omitted"`
 }
 
 func (s *Server) verifyRequests(w http.ResponseWriter, r *http.Request) {
@@ -216,16 +241,21 @@ func (s *Server) verifyRequests(w http.ResponseWriter, r *http.Request) {
 		filterFailed(w, err)
 		return
 	}
-	res := v.Verify(s.journal.Entries(), visible)
+	res := s.journal.Verify(v, visible)
 	if res.Failed == "" {
 		writeJSON(w, http.StatusOK, res)
 		return
 	}
 	b, _ := json.Marshal(verifyFailure{
 		Envelope: apierr.Envelope{Status: "error", Message: res.Failed, Code: apierr.VerificationFailed},
-		Matched:  res.Matched, GapsMS: res.GapsMS, Requests: res.Entries,
+		Matched:  res.Matched, GapsMS: res.GapsMS, RequestsOmitted: res.Omitted,
 	})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(apierr.VerificationFailed.Status())
-	_, _ = w.Write(append(b, '\n'))
+	writeEntries(w, apierr.VerificationFailed.Status(), string(b[1:len(b)-1])+",", "", func(yield func(*journal.Entry) error) error {
+		for _, e := range res.Entries {
+			if err := yield(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -26,6 +26,7 @@ type Entry struct {
 	BodyTruncated         bool      `json:"body_truncated"`
 	Status                Status    `json:"status"`
 	ResponseHeaders       Headers   `json:"response_headers"`
+	HeadersCut            bool      `json:"headers_cut"` // journal.headers cut a value or left one out, of either
 	ResponseBody          Body      `json:"response_body"`
 	ResponseBodyTruncated bool      `json:"response_body_truncated"`
 	Fault                 Fault     `json:"fault"`
@@ -35,6 +36,7 @@ type Entry struct {
 	Tunnel                *Tunnel   `json:"tunnel"`
 
 	seq uint64 // the order of recording, from 1
+	k   *kept  // what it was made from; filters read it
 }
 
 // Seq is the entry's place in the order of recording, from 1: a stream

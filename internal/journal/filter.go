@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -27,15 +28,22 @@ type Filter struct {
 	since     string    // an entry's id, when sinceTime is zero
 	sinceTime time.Time // exclusive
 	afterSeq  uint64    // a stream resumed after the entry of this order (Resume)
-	limit     int       // 0: all
+	limit     int       // 0: not given
 }
+
+// One answer of the list holds at most limit entries: DefaultLimit
+// unless the query says, at most MaxLimit.
+const (
+	DefaultLimit = 1000
+	MaxLimit     = 10000
+)
 
 // filterParams are the parameters a filter reads.
 var filterParams = []string{"proxy", "mock", "method", "path", "session", "since", "limit"}
 
-// ParseFilter reads a query. size is the journal's: limit is 1..size.
-// Every parameter is given at most once; an unknown one is refused.
-func ParseFilter(q url.Values, size int) (*Filter, error) {
+// ParseFilter reads a query: limit is 1..MaxLimit. Every parameter is
+// given at most once; an unknown one is refused.
+func ParseFilter(q url.Values) (*Filter, error) {
 	f := &Filter{}
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range q {
@@ -68,8 +76,8 @@ func ParseFilter(q url.Values, size int) (*Filter, error) {
 	}
 	if l, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(l[0])
-		if err != nil || n < 1 || n > size {
-			return nil, &ParamError{"limit", fmt.Sprintf("%q is not a number from 1 to %d (journal.size)", l[0], size)}
+		if err != nil || n < 1 || n > MaxLimit {
+			return nil, &ParamError{"limit", fmt.Sprintf("%q is not a number from 1 to %d", l[0], MaxLimit)}
 		}
 		f.limit = n
 	}
@@ -98,48 +106,84 @@ func (f *Filter) Resume(id string, entries []*Entry, visible func(proxy string) 
 	return true
 }
 
-// Matches reports whether an entry passes the filter's fields (not since
-// nor limit, which select from a list).
-func (f *Filter) Matches(e *Entry) bool {
+// Matches reports whether an entry the journal made passes the filter's
+// fields (not since nor limit, which select from a list).
+func (f *Filter) Matches(e *Entry) bool { return e.k != nil && f.matches(e.k) }
+
+// matches reads the kept bytes: a filter over the whole journal copies
+// nothing of the entries it passes over.
+func (f *Filter) matches(k *kept) bool {
 	switch {
-	case f.Proxy != "" && e.Proxy != f.Proxy,
-		f.Mock != "" && (e.Mock == nil || *e.Mock != f.Mock),
-		f.Method != "" && !strings.EqualFold(e.Method, f.Method),
-		f.Session != "" && (e.Session == nil || *e.Session != f.Session),
-		f.Path != nil && !f.Path.MatchString(e.Path):
+	case f.Proxy != "" && string(k.field(textProxy)) != f.Proxy,
+		f.Mock != "" && (!k.has(flagMock) || string(k.field(textMock)) != f.Mock),
+		f.Method != "" && !bytes.EqualFold(k.field(textMethod), []byte(f.Method)),
+		f.Session != "" && string(k.field(textSession)) != f.Session,
+		f.Path != nil && !f.Path.Match(k.field(textPath)):
 		return false
 	}
 	return true
 }
 
-// Select picks from entries (oldest first) those visible and matching,
-// after since, the newest limit of them.
+// Select picks from entries the journal made (oldest first) those
+// visible and matching, after since, the newest limit of them (all when
+// limit was not given).
 func (f *Filter) Select(entries []*Entry, visible func(proxy string) bool) ([]*Entry, error) {
+	ks := make([]*kept, len(entries))
+	for i, e := range entries {
+		ks[i] = e.k
+	}
+	idx, _, err := f.pick(ks, visible, f.limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Entry, len(idx))
+	for i, at := range idx {
+		out[i] = entries[at]
+	}
+	return out, nil
+}
+
+// pick is where in ks (oldest first) the entries visible and matching
+// are, after since, the newest limit of them (all when 0), and how many
+// older ones matched beyond them. It holds at most limit places.
+func (f *Filter) pick(ks []*kept, visible func(proxy string) bool, limit int) (idx []int, more int, err error) {
+	start := 0
 	if f.since != "" {
-		i := slices.IndexFunc(entries, func(e *Entry) bool { return e.ID == f.since && visible(e.Proxy) })
-		if i < 0 {
-			return nil, &ParamError{"since", fmt.Sprintf("%q is neither an RFC 3339 time nor the id of an entry kept", f.since)}
-		}
 		// The newest entry of that id: a retry reuses its id.
-		for j := len(entries) - 1; j > i; j-- {
-			if entries[j].ID == f.since && visible(entries[j].Proxy) {
-				i = j
+		start = -1
+		for j := len(ks) - 1; j >= 0; j-- {
+			if string(ks[j].field(textID)) == f.since && visible(ks[j].proxy()) {
+				start = j + 1
 				break
 			}
 		}
-		entries = entries[i+1:]
+		if start < 0 {
+			return nil, 0, &ParamError{"since", fmt.Sprintf("%q is neither an RFC 3339 time nor the id of an entry kept", f.since)}
+		}
 	}
-	out := []*Entry{}
-	for _, e := range entries {
-		if !f.sinceTime.IsZero() && !e.Time.After(f.sinceTime) || e.seq <= f.afterSeq {
+	matched := 0
+	idx = make([]int, 0, min(max(limit, 0), len(ks)-start))
+	if limit <= 0 {
+		idx = make([]int, 0, len(ks)-start)
+	}
+	for i := start; i < len(ks); i++ {
+		k := ks[i]
+		if !f.sinceTime.IsZero() && !time.Unix(0, k.unixNano).After(f.sinceTime) || k.seq <= f.afterSeq {
 			continue
 		}
-		if visible(e.Proxy) && f.Matches(e) {
-			out = append(out, e)
+		if !visible(k.proxy()) || !f.matches(k) {
+			continue
 		}
+		if limit > 0 && len(idx) == limit {
+			idx[matched%limit] = i // over the oldest kept
+		} else {
+			idx = append(idx, i)
+		}
+		matched++
 	}
-	if f.limit > 0 && len(out) > f.limit {
-		out = out[len(out)-f.limit:]
+	if limit > 0 && matched > limit {
+		r := matched % limit
+		idx = slices.Concat(idx[r:], idx[:r])
 	}
-	return out, nil
+	return idx, matched - len(idx), nil
 }

@@ -34,15 +34,26 @@ type Journal struct {
 
 // ring is the fixed slots of one size, with what recording needs.
 type ring struct {
-	slots []atomic.Pointer[kept]
-	next  atomic.Uint64 // the slot the next entry takes, modulo len(slots)
+	*ringSlots // shared by the rings of one size, a reload over
 	settings
 	rec Recorder // what Active hands out, made once
+}
+
+// ringSlots are the entries of a ring and what they take. An entry is
+// placed at next (its pos), modulo the slots; the byte budget evicts
+// from tail, the oldest place it has not passed.
+type ringSlots struct {
+	at   []atomic.Pointer[kept]
+	next atomic.Uint64 // the place the next entry takes
+	tail atomic.Uint64 // places before it the budget has evicted or passed
+	used atomic.Int64  // the sizes of the entries in at
 }
 
 // settings are what recording reads of the configuration.
 type settings struct {
 	bodies         int
+	headers        int      // journal.headers
+	budget         int64    // journal.bytes
 	secret         []string // canonical request header names kept as Masked
 	responseSecret []string // and the answer's
 }
@@ -54,8 +65,9 @@ func New(doc *config.Document) *Journal {
 	return j
 }
 
-// Configure applies a (reloaded) document: a new size keeps the newest
-// entries that fit; size 0 turns recording off and forgets everything.
+// Configure applies a (reloaded) document: a new size or budget keeps the
+// newest entries that fit both, the others counted as dropped; size 0
+// turns recording off and forgets everything.
 func (j *Journal) Configure(doc *config.Document) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -78,29 +90,47 @@ func (j *Journal) Configure(doc *config.Document) {
 	r := &ring{}
 	r.rec = Recorder{j: j, r: r}
 	r.bodies = bodies
+	r.headers = jc.HeadersKept()
+	r.budget = jc.Budget()
 	r.secret = secretsOf(jc.Reveals, append([]string{string(doc.Admin.Auth.Header)}, secretHeaders[:]...)...)
 	r.responseSecret = secretsOf(jc.Reveals, secretResponseHeaders[:]...)
-	if old != nil && len(old.slots) == size {
+	if old != nil && len(old.at) == size {
 		// The same slots under new settings, and their place: the next
 		// entry goes after the newest, not over the oldest. A request
 		// recording into the old ring meanwhile is not lost.
-		r.slots = old.slots
-		r.next.Store(old.next.Load())
+		r.ringSlots = old.ringSlots
+		if n := r.next.Load(); n > 0 {
+			j.dropped.Add(r.fit(r.budget, n-1))
+		}
 		j.ring.Store(r)
 		return
 	}
-	r.slots = make([]atomic.Pointer[kept], size)
+	r.ringSlots = &ringSlots{at: make([]atomic.Pointer[kept], size)}
 	if old != nil {
 		ks := old.kept()
 		if len(ks) > size {
+			j.dropped.Add(uint64(len(ks) - size))
 			ks = ks[len(ks)-size:]
 		}
+		var used int64
+		first := len(ks)
+		for first > 0 && (first == len(ks) || used+ks[first-1].size <= r.budget) {
+			first--
+			used += ks[first].size
+		}
+		j.dropped.Add(uint64(first))
+		ks = ks[first:]
 		// Placed by their order, not their numbers: a clear leaves gaps
-		// in the numbers, and two of the newest could share a slot.
+		// in the numbers, and two of the newest could share a slot. The
+		// copies carry their new places; the text is shared.
 		for i, k := range ks {
-			r.slots[i].Store(k)
+			c := *k
+			c.pos = uint64(i)
+			r.at[i].Store(&c)
 		}
 		r.next.Store(uint64(len(ks)))
+		r.tail.Store(0)
+		r.used.Store(used)
 	}
 	j.ring.Store(r)
 }
@@ -141,8 +171,14 @@ func (j *Journal) add(k *kept) {
 		return // turned off meanwhile
 	}
 	k.seq = j.seq.Add(1)
-	if r.slots[(r.next.Add(1)-1)%uint64(len(r.slots))].Swap(k) != nil {
+	k.pos = r.next.Add(1) - 1
+	r.used.Add(k.size)
+	if old := r.at[k.pos%uint64(len(r.at))].Swap(k); old != nil {
+		r.used.Add(-old.size)
 		j.dropped.Add(1)
+	}
+	if r.used.Load() > r.budget {
+		j.dropped.Add(r.fit(r.budget, k.pos))
 	}
 	if subs := j.subs.Load(); subs != nil && len(*subs) > 0 {
 		e := k.entry()
@@ -152,11 +188,41 @@ func (j *Journal) add(k *kept) {
 	}
 }
 
+// fit evicts the oldest entries until those kept take at most budget
+// bytes, and returns how many it evicted. It never evicts the entry at
+// place newest nor a newer one: the newest entry is kept even alone over
+// the budget. Recorders that evict at once each claim a place from tail;
+// an entry still being placed at a place passed is not evicted, and is
+// counted until the next that fits.
+func (s *ringSlots) fit(budget int64, newest uint64) (evicted uint64) {
+	n := uint64(len(s.at))
+	for s.used.Load() > budget {
+		t := s.tail.Load()
+		if newest >= n && t <= newest-n {
+			// Places up to newest-n are taken over by newer entries.
+			s.tail.CompareAndSwap(t, newest-n+1)
+			continue
+		}
+		if t >= newest {
+			return evicted
+		}
+		if !s.tail.CompareAndSwap(t, t+1) {
+			continue
+		}
+		slot := &s.at[t%n]
+		if k := slot.Load(); k != nil && k.pos == t && slot.CompareAndSwap(k, nil) {
+			s.used.Add(-k.size)
+			evicted++
+		}
+	}
+	return evicted
+}
+
 // kept are the ring's records, oldest first.
 func (r *ring) kept() []*kept {
-	out := make([]*kept, 0, len(r.slots))
-	for i := range r.slots {
-		if k := r.slots[i].Load(); k != nil {
+	out := make([]*kept, 0, len(r.at))
+	for i := range r.at {
+		if k := r.at[i].Load(); k != nil {
 			out = append(out, k)
 		}
 	}
@@ -166,14 +232,7 @@ func (r *ring) kept() []*kept {
 
 // Entries are the entries kept, oldest first; none when off.
 func (j *Journal) Entries() []*Entry {
-	if j == nil {
-		return nil
-	}
-	r := j.ring.Load()
-	if r == nil {
-		return nil
-	}
-	ks := r.kept()
+	ks := j.kept()
 	out := make([]*Entry, len(ks))
 	for i, k := range ks {
 		out[i] = k.entry()
@@ -196,7 +255,7 @@ func (j *Journal) Size() int {
 		return 0
 	}
 	if r := j.ring.Load(); r != nil {
-		return len(r.slots)
+		return len(r.at)
 	}
 	return 0
 }
@@ -216,8 +275,9 @@ func (j *Journal) Clear(clear func(proxy string) bool) int {
 		return 0
 	}
 	n := 0
-	for i := range r.slots {
-		if k := r.slots[i].Load(); k != nil && clear(k.proxy()) && r.slots[i].CompareAndSwap(k, nil) {
+	for i := range r.at {
+		if k := r.at[i].Load(); k != nil && clear(k.proxy()) && r.at[i].CompareAndSwap(k, nil) {
+			r.used.Add(-k.size)
 			n++
 		}
 	}

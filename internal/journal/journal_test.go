@@ -171,7 +171,7 @@ func TestFilters(t *testing.T) {
 		{"method=get&since=a", "b,c,d"},
 	} {
 		q, _ := url.ParseQuery(c.query)
-		f, err := ParseFilter(q, j.Size())
+		f, err := ParseFilter(q)
 		if err != nil {
 			t.Fatalf("%s: %v", c.query, err)
 		}
@@ -182,7 +182,7 @@ func TestFilters(t *testing.T) {
 	}
 	// Entries of proxies the caller may not read are not shown, nor
 	// usable as since.
-	f, _ := ParseFilter(url.Values{"since": {"b"}}, j.Size())
+	f, _ := ParseFilter(url.Values{"since": {"b"}})
 	if _, err := f.Select(j.Entries(), func(p string) bool { return p == "zeta" }); err == nil {
 		t.Error("since named an entry the caller may not read")
 	}
@@ -191,13 +191,13 @@ func TestFilters(t *testing.T) {
 		{"color=red", "color"}, {"proxy=a&proxy=b", "proxy"},
 	} {
 		q, _ := url.ParseQuery(c.query)
-		_, err := ParseFilter(q, j.Size())
+		_, err := ParseFilter(q)
 		if pe, ok := err.(*ParamError); !ok || pe.Param != c.param {
 			t.Errorf("%s: %v, want an error naming %s", c.query, err, c.param)
 		}
 	}
 	q, _ := url.ParseQuery("since=nobody")
-	f, _ = ParseFilter(q, j.Size())
+	f, _ = ParseFilter(q)
 	if _, err := f.Select(j.Entries(), all); err == nil || err.(*ParamError).Param != "since" {
 		t.Errorf("an unknown since: %v", err)
 	}
@@ -225,7 +225,7 @@ func TestVerify(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.body, err)
 		}
-		res := v.Verify(j.Entries(), all)
+		res := j.Verify(v, all)
 		if !strings.HasPrefix(res.Failed, c.failed) || (c.failed == "") != (res.Failed == "") {
 			t.Errorf("%s: failed %q, want %q", c.body, res.Failed, c.failed)
 		}
@@ -264,7 +264,7 @@ func TestEntriesAreFilteredBySession(t *testing.T) {
 	for i, sess := range []string{"t1", "", "t2", "t1"} {
 		j.Active().Record(&telemetry.Exchange{RequestID: fmt.Sprint(i), Proxy: "zeta", Method: "GET", Path: "/", Status: 200, Session: sess}, time.Now())
 	}
-	f, err := ParseFilter(url.Values{"session": {"t1"}}, 10)
+	f, err := ParseFilter(url.Values{"session": {"t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestEntriesAreFilteredBySession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := v.Verify(j.Entries(), func(string) bool { return true }); res.Matched != 1 {
+	if res := j.Verify(v, func(string) bool { return true }); res.Matched != 1 {
 		t.Errorf("verify in t2: %+v", res)
 	}
 	if e := j.Entries()[1]; e.Session != nil {

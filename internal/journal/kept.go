@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/doppelproxy/doppel/internal/telemetry"
 )
@@ -14,6 +16,8 @@ import (
 // reading.
 type kept struct {
 	seq      uint64 // the order of recording, from 1
+	pos      uint64 // the place in its ring's order (ringSlots.next)
+	size     int64  // what it takes of journal.bytes
 	unixNano int64
 	status   int
 	// duration, upstream and latency are those of the record.
@@ -42,7 +46,7 @@ const (
 	nText
 )
 
-type keptFlag uint8
+type keptFlag uint16
 
 const (
 	flagMock keptFlag = 1 << iota
@@ -52,7 +56,11 @@ const (
 	flagBandwidth
 	flagBodyCut
 	flagResponseBodyCut
+	flagHeadersCut // the request's or the answer's
 )
+
+// keptOverhead is what an entry takes beside its text.
+const keptOverhead = int64(unsafe.Sizeof(kept{}))
 
 // keep copies what the record says of a finished request: the record and
 // its headers belong to the request, the entry outlives it.
@@ -84,24 +92,33 @@ func keep(rec *telemetry.Exchange, start time.Time, s *settings) *kept {
 	k.flag(flagBandwidth, rec.Fired("bandwidth"))
 
 	strs := [...]string{rec.RequestID, rec.Proxy, rec.Mock, rec.Method, rec.Path, rec.Query, rec.Client, rec.Abort, rec.Session}
-	size := flatSize(rec.RequestHeader) + flatSize(rec.ResponseHeader) + len(body) + len(responseBody)
+	reqHeaders := planFlat(rec.RequestHeader, s.secret, s.headers)
+	respHeaders := planFlat(rec.ResponseHeader, s.responseSecret, s.headers)
+	k.flag(flagHeadersCut, reqHeaders.cut || respHeaders.cut)
+	size := reqHeaders.size + respHeaders.size + len(body) + len(responseBody)
 	for _, v := range strs {
 		size += len(v)
 	}
-	b := make([]byte, 0, size)
+	// Grown rather than made: its capacity is then the allocation's, size
+	// rounded up, which is what journal.bytes counts.
+	b := slices.Grow([]byte(nil), size)
 	for i, v := range strs {
 		b = append(b, v...)
 		k.ends[i] = uint32(len(b))
 	}
-	b = appendFlat(b, rec.RequestHeader, s.secret)
+	b = reqHeaders.append(b, rec.RequestHeader, s.secret)
 	k.ends[textHeaders] = uint32(len(b))
-	b = appendFlat(b, rec.ResponseHeader, s.responseSecret)
+	b = respHeaders.append(b, rec.ResponseHeader, s.responseSecret)
 	k.ends[textResponseHeaders] = uint32(len(b))
 	b = append(b, body...)
 	k.ends[textBody] = uint32(len(b))
 	b = append(b, responseBody...)
 	k.ends[textResponseBody] = uint32(len(b))
 	k.text = b
+	k.size = int64(cap(b)) + keptOverhead
+	if k.tunnel != nil {
+		k.size += int64(unsafe.Sizeof(*k.tunnel))
+	}
 	return k
 }
 
@@ -141,6 +158,7 @@ func (k *kept) entry() *Entry {
 		BodyTruncated:         k.has(flagBodyCut),
 		Status:                Status(k.status),
 		ResponseHeaders:       Headers(k.field(textResponseHeaders)),
+		HeadersCut:            k.has(flagHeadersCut),
 		ResponseBody:          Body(k.field(textResponseBody)),
 		ResponseBodyTruncated: k.has(flagResponseBodyCut),
 		DurationMS:            telemetry.Millis(k.duration),
@@ -153,6 +171,7 @@ func (k *kept) entry() *Entry {
 			LatencyMS: telemetry.Millis(k.latency),
 		},
 		seq: k.seq,
+		k:   k,
 	}
 	if k.has(flagMock) {
 		m := k.str(textMock)

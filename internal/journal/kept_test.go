@@ -36,7 +36,7 @@ func TestAnEntryIsWhatWasRecorded(t *testing.T) {
 		`"method":"POST","path":"/pay","query":"a=1\u0026b",` +
 		`"headers":{"Accept":["a","b"],"Authorization":["***"],"X-Empty":[""]},` +
 		`"body":{"base64":"/wBhYg=="},"body_truncated":true,"status":503,` +
-		`"response_headers":{"Content-Type":["text/plain"],"Set-Cookie":["***"]},` +
+		`"response_headers":{"Content-Type":["text/plain"],"Set-Cookie":["***"]},"headers_cut":false,` +
 		`"response_body":"ok","response_body_truncated":false,` +
 		`"fault":{"replace":true,"loss":true,"abort":null,"hang":false,"bandwidth":true,"latency_ms":1},` +
 		`"duration_ms":1.5,"upstream_ms":0.25,"client":"10.0.0.7","tunnel":null}`

@@ -1,13 +1,15 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"net/http"
 	"regexp"
 	"slices"
-	"strings"
+	"time"
 
 	"github.com/doppelproxy/doppel/internal/jsonbody"
 )
@@ -73,7 +75,7 @@ func ParseVerification(body []byte) (*Verification, error) {
 		if err != nil {
 			return nil, &ParamError{"match.headers." + name, "not a regular expression: " + err.Error()}
 		}
-		v.headers = append(v.headers, headerPat{name, re})
+		v.headers = append(v.headers, headerPat{http.CanonicalHeaderKey(name), re})
 	}
 	for _, kr := range []struct {
 		key string
@@ -95,24 +97,23 @@ func ParseVerification(body []byte) (*Verification, error) {
 	return v, nil
 }
 
-func (v *Verification) matches(e *Entry) bool {
+// matches reads the kept bytes, as a filter does.
+func (v *Verification) matches(k *kept) bool {
 	m := &v.Match
 	switch {
-	case m.Proxy != "" && e.Proxy != m.Proxy,
-		m.Mock != "" && (e.Mock == nil || *e.Mock != m.Mock),
-		m.Method != "" && !strings.EqualFold(e.Method, m.Method),
-		m.Session != "" && (e.Session == nil || *e.Session != m.Session),
-		v.path != nil && !v.path.MatchString(e.Path):
+	case m.Proxy != "" && string(k.field(textProxy)) != m.Proxy,
+		m.Mock != "" && (!k.has(flagMock) || string(k.field(textMock)) != m.Mock),
+		m.Method != "" && !bytes.EqualFold(k.field(textMethod), []byte(m.Method)),
+		m.Session != "" && string(k.field(textSession)) != m.Session,
+		v.path != nil && !v.path.Match(k.field(textPath)):
 		return false
 	}
 	for _, h := range v.headers {
 		found := false
-		for _, val := range e.Headers.Values(h.name) {
-			if h.re.MatchString(val) {
-				found = true
-				break
-			}
-		}
+		Headers(k.field(textHeaders)).each(func(name, value []byte) bool {
+			found = string(name) == h.name && h.re.Match(value)
+			return !found
+		})
 		if !found {
 			return false
 		}
@@ -120,26 +121,45 @@ func (v *Verification) matches(e *Entry) bool {
 	return true
 }
 
+// MaxRefuted bounds the entries a refuted verification's answer carries:
+// the newest that many of those matched.
+const MaxRefuted = 100
+
 // Result is what a verification found. Failed says which condition did
-// not hold; "" when all did.
+// not hold; "" when all did. Entries are the newest MaxRefuted matched
+// when it failed, Omitted how many older ones matched beyond them.
 type Result struct {
 	Matched int       `json:"matched"`
 	GapsMS  []float64 `json:"gaps_ms"`
 	Entries []*Entry  `json:"-"`
+	Omitted int       `json:"-"`
 	Failed  string    `json:"-"`
 }
 
-// Verify checks the entries (oldest first) visible to the caller.
-func (v *Verification) Verify(entries []*Entry, visible func(proxy string) bool) *Result {
-	res := &Result{GapsMS: []float64{}, Entries: []*Entry{}}
-	for _, e := range entries {
-		if visible(e.Proxy) && v.matches(e) {
-			res.Entries = append(res.Entries, e)
+// Verify checks the entries visible to the caller.
+func (j *Journal) Verify(v *Verification, visible func(proxy string) bool) *Result {
+	var matched []*kept
+	for _, k := range j.kept() {
+		if visible(k.proxy()) && v.matches(k) {
+			matched = append(matched, k)
 		}
 	}
-	res.Matched = len(res.Entries)
-	for i := 1; i < len(res.Entries); i++ {
-		gap := res.Entries[i].Time.Sub(res.Entries[i-1].Time)
+	res := v.verify(matched)
+	if res.Failed != "" {
+		shown := matched[len(matched)-min(len(matched), MaxRefuted):]
+		res.Omitted = len(matched) - len(shown)
+		for _, k := range shown {
+			res.Entries = append(res.Entries, k.entry())
+		}
+	}
+	return res
+}
+
+// verify checks what must hold of the entries matched, oldest first.
+func (v *Verification) verify(matched []*kept) *Result {
+	res := &Result{Matched: len(matched), GapsMS: []float64{}, Entries: []*Entry{}}
+	for i := 1; i < len(matched); i++ {
+		gap := time.Duration(matched[i].unixNano - matched[i-1].unixNano)
 		res.GapsMS = append(res.GapsMS, float64(gap.Microseconds())/1000)
 	}
 	n := float64(res.Matched)
@@ -164,10 +184,10 @@ func (v *Verification) Verify(entries []*Entry, visible func(proxy string) bool)
 			}
 		}
 	}
-	if v.SameHeader != "" && len(res.Entries) > 0 {
-		first := res.Entries[0].Headers.Get(v.SameHeader)
-		for i, e := range res.Entries {
-			if got := e.Headers.Get(v.SameHeader); got != first || got == "" {
+	if v.SameHeader != "" && len(matched) > 0 {
+		first := Headers(matched[0].field(textHeaders)).Get(v.SameHeader)
+		for i, k := range matched {
+			if got := Headers(k.field(textHeaders)).Get(v.SameHeader); got != first || got == "" {
 				res.Failed = fmt.Sprintf("same_header: request %d carries %s %q, request 1 %q", i+1, v.SameHeader, got, first)
 				return res
 			}

@@ -23,6 +23,8 @@ import (
 type Limits struct {
 	// Bodies is journal.bodies: an answer cut there cannot be recorded.
 	Bodies int
+	// Headers is journal.headers: a header value cut there is left out.
+	Headers int
 	// BodyLimit is the proxy's body_limit.
 	BodyLimit int
 	// Taken are the mock names the proxy already has.
@@ -35,6 +37,9 @@ type Result struct {
 	Mocks []map[string]any
 	// Exchanges is how many journal entries they were made from.
 	Exchanges int
+	// Note says which mocks leave out headers the journal cut; "" when
+	// none does.
+	Note string
 }
 
 // Mocks makes the mocks of entries (one proxy's, any order). Entries that
@@ -76,17 +81,29 @@ func Mocks(entries []*journal.Entry, lim Limits) (Result, error) {
 		taken[n] = true
 	}
 	var res Result
+	var cut []string
 	for _, k := range keys {
 		g := groups[k]
 		m, err := mock(g.latest, lim, taken)
 		if err != nil {
 			return Result{}, err
 		}
+		if names, leftOut := g.latest.ResponseHeaders.Cut(); len(names) > 0 || leftOut {
+			what := strings.Join(names, ", ")
+			if leftOut {
+				what = strings.TrimPrefix(what+" and the headers it did not keep", " and ")
+			}
+			cut = append(cut, fmt.Sprintf("%s leaves out %s", m["name"], what))
+		}
 		m["proxy"] = map[string]any{"latency": map[string]any{
 			"percentage": 1, "min": seconds(g.min), "max": seconds(g.max),
 		}}
 		res.Mocks = append(res.Mocks, m)
 		res.Exchanges += g.n
+	}
+	if len(cut) > 0 {
+		res.Note = fmt.Sprintf("the journal cut headers of the answers at journal.headers = %d bytes, and a mock never repeats a header cut: %s; raise journal.headers to record them whole",
+			lim.Headers, strings.Join(cut, "; "))
 	}
 	return res, nil
 }
@@ -135,11 +152,13 @@ var dropped = []string{
 
 // headers are the end-to-end headers, each as a template rendering its
 // value (values of a repeated header joined with ", "); a secret the
-// journal masked is left out, never recorded as its mask.
+// journal masked is left out, never recorded as its mask, and so is a
+// header whose value journal.headers cut.
 func headers(h journal.Headers) map[string]string {
 	out := map[string]string{}
+	cut, _ := h.Cut()
 	for name, vs := range h.Header() {
-		if slices.Contains(dropped, http.CanonicalHeaderKey(name)) || slices.Contains(vs, journal.Masked) {
+		if slices.Contains(dropped, http.CanonicalHeaderKey(name)) || slices.Contains(vs, journal.Masked) || slices.Contains(cut, name) {
 			continue
 		}
 		out[name] = Verbatim(strings.Join(vs, ", "))
