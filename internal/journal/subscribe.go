@@ -28,7 +28,7 @@ const (
 	// recorded within it reach a subscriber together, in one write,
 	// rather than in one write (a system call) per entry per subscriber
 	// under load. The first entry after a quiet moment goes at once.
-	fanOutEvery = 10 * time.Millisecond
+	fanOutEvery = 25 * time.Millisecond
 )
 
 // An Event is an entry as subscribers read it from the feed: made into an
