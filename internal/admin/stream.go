@@ -27,13 +27,12 @@ const (
 	// maxStreamsPerCaller and maxStreams bound the streams open at once.
 	maxStreamsPerCaller = 16
 	maxStreams          = 256
-	// streamBatch is how many events a stream takes from the journal in
-	// one turn: what it holds beyond the journal's own while its client
-	// is slow to read.
+	// streamBatch is how many events a stream takes from the journal at
+	// a time, and streamKeep how many bytes of them it encodes in one
+	// turn (a batch more at most) and then writes at once: what it holds
+	// beyond the journal's own while its client is slow to read.
 	streamBatch = 16
-	// streamKeep is how many bytes of events a stream encodes in one
-	// turn (one event more at most), and writes at once.
-	streamKeep = 16 << 10
+	streamKeep  = 16 << 10
 )
 
 // streams counts the open streams, by caller, and hands out the turns
