@@ -65,6 +65,7 @@ var (
 	ErrStoreError          error = codeError(apierr.StoreError)          // 500: the store failed
 	ErrVerificationFailed  error = codeError(apierr.VerificationFailed)  // 409: a verified condition did not hold
 	ErrDashboardNotBuilt   error = codeError(apierr.DashboardNotBuilt)   // 503
+	ErrTooManySubscribers  error = codeError(apierr.TooManySubscribers)  // 429: 16 streams of the journal per caller, 256 in all
 
 	ErrInvalidRequestPath    error = codeError(apierr.InvalidRequestPath)    // 400
 	ErrInvalidRequestBody    error = codeError(apierr.InvalidRequestBody)    // 400

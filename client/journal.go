@@ -269,7 +269,11 @@ type RequestStream struct {
 
 // StreamRequests follows the journal: entries the filter selects, as they
 // happen. With Since or Limit set, the kept entries they select come
-// first.
+// first. A stream never slows Doppel's proxy: one read too slowly to
+// keep within 1,000 entries of the newest loses the oldest, and Dropped
+// counts them. A caller may have 16 streams open (the token's name
+// counts), and Doppel 256 in all: beyond, the error is
+// ErrTooManySubscribers.
 func (c *Client) StreamRequests(ctx context.Context, f Filter) (*RequestStream, error) {
 	resp, err := c.send(ctx, call{op: opStreamRequests, query: f.query()})
 	if err != nil {
@@ -333,7 +337,9 @@ func (s *RequestStream) Next() (Request, error) {
 	return Request{}, io.EOF
 }
 
-// Dropped counts the entries this stream lost by falling behind.
+// Dropped counts the entries this stream lost by falling behind, so far:
+// those recorded while more than 1,000 others waited to be read. They
+// are still in the journal while it keeps them (Requests).
 func (s *RequestStream) Dropped() uint64 { return s.dropped }
 
 // Close ends the stream.

@@ -99,6 +99,7 @@ var codeMeaning = map[apierr.Code]string{
 	apierr.TemplateNotDeclared: "no mock of the proxy names the file in `response.template`",
 	apierr.StoreError:          "the store failed, or a change was stored but could not be put in force (a reload retries it)",
 	apierr.VerificationFailed:  "a condition did not hold; the message says which, and the body adds `matched`, `gaps_ms`, the newest 100 matched `requests` and `requests_omitted`",
+	apierr.TooManySubscribers:  "the caller has 16 streams of the journal open (a token's name counts, or the client's address when reads are public), or Doppel 256 in all; the message says which",
 }
 
 // filterQuery are the journal's filters.

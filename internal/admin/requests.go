@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/journal"
@@ -123,93 +122,6 @@ func (s *Server) clearRequests(w http.ResponseWriter, r *http.Request) {
 	}
 	s.journal.Clear(clear)
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// streamKeepAlive is how often an idle stream sends a comment, so that
-// proxies between do not close it and a client that left is noticed.
-const streamKeepAlive = 15 * time.Second
-
-func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
-	visible, ok := s.readsOf(w, r, ActRead)
-	if !ok {
-		return
-	}
-	f, err := journal.ParseFilter(r.URL.Query())
-	if err != nil {
-		filterFailed(w, err)
-		return
-	}
-	// Subscribed before the kept entries are read: an entry recorded
-	// meanwhile is in one or the other, and seq tells which were sent.
-	sub := s.journal.Subscribe(func(e *journal.Entry) bool { return visible(e.Proxy) && f.Matches(e) })
-	defer s.journal.Unsubscribe(sub)
-	var replay []*journal.Entry
-	resumed := true
-	if id := r.Header.Get("Last-Event-ID"); id != "" || f.Replays() {
-		kept := s.journal.Entries()
-		resumed = f.Resume(id, kept, visible)
-		if f.Replays() {
-			if replay, err = f.Select(kept, visible); err != nil {
-				filterFailed(w, err)
-				return
-			}
-		}
-	}
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if !resumed {
-		_, _ = io.WriteString(w, ": the last event's entry is no longer kept; new entries follow\n\n")
-	} else {
-		_, _ = io.WriteString(w, ": the journal's entries follow\n\n")
-	}
-	// What was replayed, by its order: only those are skipped when they
-	// come live (an entry recorded meanwhile may be older than the newest
-	// replayed, and not among them).
-	sent := make(map[uint64]struct{}, len(replay))
-	for _, e := range replay {
-		if err := writeEvent(w, e); err != nil {
-			return
-		}
-		sent[e.Seq()] = struct{}{}
-	}
-	if rc.Flush() != nil {
-		return
-	}
-	tick := time.NewTicker(streamKeepAlive)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-tick.C:
-			_, err = io.WriteString(w, ": keep-alive\n\n")
-		case e := <-sub.C:
-			if _, ok := sent[e.Seq()]; ok {
-				delete(sent, e.Seq())
-				continue // replayed already
-			}
-			if n := sub.Dropped(); n > 0 {
-				_, _ = fmt.Fprintf(w, "event: dropped\ndata: {\"dropped\":%d}\n\n", n)
-			}
-			err = writeEvent(w, e)
-		}
-		if err != nil || rc.Flush() != nil {
-			return
-		}
-	}
-}
-
-// writeEvent writes an entry as the event `request`, its id the entry's
-// place in the order of recording (what an EventSource sends back as
-// Last-Event-ID when it reconnects; request ids repeat with retries).
-func writeEvent(w io.Writer, e *journal.Entry) error {
-	b, _ := json.Marshal(e)
-	_, err := fmt.Fprintf(w, "event: request\nid: %d\ndata: %s\n\n", e.Seq(), b)
-	return err
 }
 
 // verifyFailure is the 409's body but its requests: the envelope, and

@@ -41,6 +41,7 @@ type Server struct {
 
 	ctl     *change.Controller
 	journal *journal.Journal
+	streams *streams // the journal's open streams
 	env     []Token
 	log     *telemetry.Logger
 	started time.Time
@@ -58,7 +59,7 @@ func New(ctl *change.Controller, env []Token, log *telemetry.Logger, j *journal.
 	if log == nil {
 		log = telemetry.Nop()
 	}
-	s := &Server{ctl: ctl, journal: j, env: env, log: log, started: time.Now()}
+	s := &Server{ctl: ctl, journal: j, env: env, log: log, started: time.Now(), streams: newStreams()}
 	s.Sessions = session.New(ctl.Runtime(), log.Logger)
 	a := ctl.Runtime().Document.Admin
 	s.dashboard = a.Dashboard == nil || *a.Dashboard
@@ -249,10 +250,11 @@ func (s *Server) routeTable() []route {
 			tag: tagJournal, summary: "New requests as Server-Sent Events", action: ActRead, query: filterQuery,
 			about: "Each new entry that passes the filters is an event `request` whose data is the entry and whose id is its place in the order of recording. " +
 				"With `since` or `limit` the stream begins with the kept entries they select, as the list would show them, then follows; " +
-				"a reconnecting EventSource's `Last-Event-ID` resumes after that entry when it is still kept. A subscriber that falls behind " +
-				"loses entries, never slows the proxy, and is told by an event `dropped` with data `{\"dropped\": n}`.",
+				"a reconnecting EventSource's `Last-Event-ID` resumes after that entry when it is still kept. A subscriber never slows the proxy: " +
+				"one that leaves more than 1,000 entries unread loses the oldest, and is told by an event `dropped` with data `{\"dropped\": n}` before the entries that follow. " +
+				"At most 16 streams per caller and 256 in all.",
 			ok:    []reply{{status: 200, means: "the stream, until the client leaves", media: []string{"text/event-stream"}, schema: schemaText}},
-			codes: []apierr.Code{apierr.ConfigInvalid},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.TooManySubscribers},
 		}},
 		{"POST", "/api/v1/requests/verify", s.verifyRequests, api{operationID: "verifyRequests",
 			tag: tagJournal, summary: "Verify what a client did", action: ActRead, body: verifyBody,

@@ -47,6 +47,8 @@ const (
 	RenderBudgetExhausted Code = "RENDER_BUDGET_EXHAUSTED"
 	// A journal verification whose conditions did not all hold (SPEC §17.4).
 	VerificationFailed Code = "VERIFICATION_FAILED"
+	// A stream of the journal over the bound per caller or in all (SPEC §18.4).
+	TooManySubscribers Code = "TOO_MANY_SUBSCRIBERS"
 )
 
 var statuses = map[Code]int{
@@ -76,6 +78,7 @@ var statuses = map[Code]int{
 	RequestTimeout:        http.StatusRequestTimeout,
 	RenderBudgetExhausted: http.StatusServiceUnavailable,
 	VerificationFailed:    http.StatusConflict,
+	TooManySubscribers:    http.StatusTooManyRequests,
 }
 
 // Codes lists every code, for documentation and tests.

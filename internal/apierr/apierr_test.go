@@ -16,7 +16,7 @@ func TestEveryCodeHasItsStatus(t *testing.T) {
 		"TEMPLATE_RENDER_ERROR": 500, "TEMPLATE_NOT_FOUND": 500, "BODY_EXTRACTION_ERROR": 500,
 		"STORE_ERROR": 500, "UPSTREAM_ERROR": 502, "UPSTREAM_TIMEOUT": 504, "INTERNAL_ERROR": 500,
 		"INVALID_REQUEST_BODY": 400, "REQUEST_TIMEOUT": 408, "RENDER_BUDGET_EXHAUSTED": 503,
-		"VERIFICATION_FAILED": 409,
+		"VERIFICATION_FAILED": 409, "TOO_MANY_SUBSCRIBERS": 429,
 	}
 	if len(Codes()) != len(want) {
 		t.Fatalf("%d codes, want %d: the set is closed", len(Codes()), len(want))

@@ -6,7 +6,8 @@
 // Recording takes no lock shared by all requests: a request claims a slot
 // by an atomic counter and stores a pointer to its immutable record there
 // (kept.go: one byte slice and numbers, for the garbage collector).
-// Readers load the slots and order them by that counter.
+// Readers load the slots and order them by that counter. Subscribers read
+// a ring of their own (subscribe.go), which recording fills the same way.
 package journal
 
 import (
@@ -27,7 +28,7 @@ type Journal struct {
 	ring    atomic.Pointer[ring] // nil while off
 	seq     atomic.Uint64        // entries ever recorded
 	dropped atomic.Uint64        // entries the ring forgot to make room
-	subs    atomic.Pointer[[]*Subscriber]
+	feed    atomic.Pointer[feed] // nil while no one subscribes
 
 	mu sync.Mutex // Configure, Clear and subscribing; never recording
 }
@@ -180,11 +181,8 @@ func (j *Journal) add(k *kept) {
 	if r.used.Load() > r.budget {
 		j.dropped.Add(r.fit(r.budget, k.pos))
 	}
-	if subs := j.subs.Load(); subs != nil && len(*subs) > 0 {
-		e := k.entry()
-		for _, s := range *subs {
-			s.offer(e)
-		}
+	if f := j.feed.Load(); f != nil {
+		f.publish(k)
 	}
 }
 

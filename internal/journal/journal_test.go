@@ -123,35 +123,6 @@ func TestSecretsAreMasked(t *testing.T) {
 	}
 }
 
-// TestSlowSubscriberLosesEntries: a subscriber that does not read loses
-// entries past its buffer and is told how many; recording never waits.
-func TestSlowSubscriberLosesEntries(t *testing.T) {
-	j := New(doc(t, ""))
-	s := j.Subscribe(nil)
-	done := make(chan struct{})
-	go func() {
-		for i := range subscriberBuffer + 10 {
-			record(j, fmt.Sprint(i), "zeta", "/", time.Now(), nil)
-		}
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("recording waited for a subscriber")
-	}
-	if n := s.Dropped(); n != 10 {
-		t.Errorf("dropped %d, want 10", n)
-	}
-	if (<-s.C).ID != "0" {
-		t.Error("the first entry is not the oldest")
-	}
-	j.Unsubscribe(s)
-	if j.Subscribers() != 0 {
-		t.Error("unsubscribed but still listed")
-	}
-}
-
 func TestFilters(t *testing.T) {
 	j := New(doc(t, ""))
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

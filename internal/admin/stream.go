@@ -1,0 +1,228 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/journal"
+)
+
+// The journal's stream (SPEC §17.4, §18.4): each open stream is a
+// subscriber of the journal, bounded per caller and in all.
+
+const (
+	// streamKeepAlive is how often an idle stream sends a comment, so
+	// that proxies between do not close it and a client that left is
+	// noticed.
+	streamKeepAlive = 15 * time.Second
+	// maxStreamsPerCaller and maxStreams bound the streams open at once.
+	maxStreamsPerCaller = 16
+	maxStreams          = 256
+	// streamBatch is how many events a stream takes from the journal at
+	// a time, and streamKeep how many bytes of them it encodes in one
+	// turn (a batch more at most) and then writes at once: what it holds
+	// beyond the journal's own while its client is slow to read.
+	streamBatch = 16
+	streamKeep  = 16 << 10
+)
+
+// streams counts the open streams, by caller, and hands out the turns
+// they take to read and encode what is new.
+type streams struct {
+	mu  sync.Mutex
+	of  map[string]int
+	all int
+	// turns bound how many streams take their entries at once, to half
+	// the CPUs (at least one): however many streams there are, and
+	// however fast requests come, the proxy keeps the other half, and a
+	// stream that waits for its turn falls behind and is skipped ahead
+	// instead (SPEC §18.4).
+	turns chan struct{}
+}
+
+func newStreams() *streams {
+	return &streams{of: map[string]int{}, turns: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
+}
+
+// open counts one more stream of caller, or says why not.
+func (st *streams) open(caller string) (closeFn func(), refusal string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case st.of[caller] >= maxStreamsPerCaller:
+		return nil, fmt.Sprintf("%s has %d streams of the journal open, the most one caller may; close one first", caller, maxStreamsPerCaller)
+	case st.all >= maxStreams:
+		return nil, fmt.Sprintf("%d streams of the journal are open, the most Doppel serves at once; close one first", maxStreams)
+	}
+	st.of[caller]++
+	st.all++
+	return func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		st.all--
+		if st.of[caller]--; st.of[caller] == 0 {
+			delete(st.of, caller)
+		}
+	}, ""
+}
+
+// streamCaller is whom a stream counts against: the token's name, or the
+// client's address when reads are public and no token was sent.
+func streamCaller(c Caller, r *http.Request) string {
+	if !c.Anonymous {
+		return "token " + string(c.Name)
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "client " + host
+}
+
+func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
+	visible, ok := s.readsOf(w, r, ActRead)
+	if !ok {
+		return
+	}
+	f, err := journal.ParseFilter(r.URL.Query())
+	if err != nil {
+		filterFailed(w, err)
+		return
+	}
+	_, c := s.policy(r)
+	done, refusal := s.streams.open(streamCaller(c, r))
+	if refusal != "" {
+		apierr.Write(w, apierr.TooManySubscribers, refusal)
+		return
+	}
+	defer done()
+	// Subscribed before the kept entries are read: an entry recorded
+	// meanwhile is in one or the other, and seq tells which were sent.
+	sub := s.journal.Subscribe(func(e *journal.Entry) bool { return visible(e.Proxy) && f.Matches(e) })
+	defer s.journal.Unsubscribe(sub)
+	var replay []*journal.Entry
+	resumed := true
+	if id := r.Header.Get("Last-Event-ID"); id != "" || f.Replays() {
+		kept := s.journal.Entries()
+		resumed = f.Resume(id, kept, visible)
+		if f.Replays() {
+			if replay, err = f.Select(kept, visible); err != nil {
+				filterFailed(w, err)
+				return
+			}
+		}
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if !resumed {
+		_, _ = io.WriteString(w, ": the last event's entry is no longer kept; new entries follow\n\n")
+	} else {
+		_, _ = io.WriteString(w, ": the journal's entries follow\n\n")
+	}
+	// What was replayed, by its order: only those are skipped when they
+	// come live (an entry recorded meanwhile may be older than the newest
+	// replayed, and not among them).
+	st := &stream{w: w, flush: rc.Flush, sub: sub, turns: s.streams.turns, sent: make(map[uint64]struct{}, len(replay))}
+	for _, e := range replay {
+		b, _ := json.Marshal(e)
+		st.out = appendEvent(st.out[:0], e.Seq(), b)
+		if _, err := w.Write(st.out); err != nil {
+			return
+		}
+		st.sent[e.Seq()] = struct{}{}
+	}
+	if rc.Flush() != nil {
+		return
+	}
+	st.follow(r.Context())
+}
+
+// stream is one open stream's delivery.
+type stream struct {
+	w     io.Writer
+	flush func() error
+	sub   *journal.Subscriber
+	turns chan struct{}       // shared by every stream (streams.turns)
+	sent  map[uint64]struct{} // replayed already, not to be written again
+	buf   []*journal.Event
+	out   []byte
+}
+
+// follow writes what the subscriber reads, flushing after each round,
+// and a comment when idle, until ctx ends or a write fails.
+func (st *stream) follow(ctx context.Context) {
+	tick := time.NewTicker(streamKeepAlive)
+	defer tick.Stop()
+	st.buf = make([]*journal.Event, 0, streamBatch)
+	var err error
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			_, err = io.WriteString(st.w, ": keep-alive\n\n")
+		case <-st.sub.Ready():
+			err = st.round()
+		}
+		if err != nil || st.flush() != nil {
+			return
+		}
+	}
+}
+
+// round writes what the subscriber has now: first, when it fell behind,
+// the event `dropped` with how many entries it lost. The entries are
+// taken and encoded during a turn, up to streamKeep bytes of them, and
+// written to the client after it, so that a client slow to read holds up
+// no other stream.
+func (st *stream) round() error {
+	for more := true; more; {
+		st.out = st.out[:0]
+		st.turns <- struct{}{}
+		for more && len(st.out) < streamKeep {
+			evs, dropped := st.sub.Read(st.buf)
+			if dropped > 0 {
+				st.out = fmt.Appendf(st.out, "event: dropped\ndata: {\"dropped\":%d}\n\n", dropped)
+			}
+			for _, ev := range evs {
+				if _, ok := st.sent[ev.Seq()]; ok {
+					delete(st.sent, ev.Seq())
+					continue // replayed already
+				}
+				st.out = appendEvent(st.out, ev.Seq(), ev.JSON())
+			}
+			more = len(evs) == cap(st.buf)
+			clear(evs) // the feed's to keep, not this stream's
+		}
+		<-st.turns
+		if _, err := st.w.Write(st.out); err != nil {
+			return err
+		}
+	}
+	if cap(st.out) > 2*streamKeep {
+		st.out = nil
+	}
+	return nil
+}
+
+// appendEvent appends an entry as the event `request`, its id the
+// entry's place in the order of recording (what an EventSource sends back
+// as Last-Event-ID when it reconnects; request ids repeat with retries).
+func appendEvent(b []byte, seq uint64, entry []byte) []byte {
+	b = strconv.AppendUint(append(b, "event: request\nid: "...), seq, 10)
+	b = append(append(b, "\ndata: "...), entry...)
+	return append(b, "\n\n"...)
+}
