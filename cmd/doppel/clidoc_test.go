@@ -2,7 +2,10 @@ package main
 
 import (
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -153,5 +156,46 @@ proxies:
 	tab := writeFile(t, dir, "tab.yaml", "server:\n\thost: 127.0.0.1\n")
 	if r := doppel(t, invocation{args: []string{"config", "validate", "--config", tab}}); !strings.Contains(r.stdout, "YAML syntax error at column 1: tabs are not allowed for indentation") || !strings.Contains(r.stdout, "(line 2)") {
 		t.Errorf("a tab: %v", r)
+	}
+}
+
+// TestTheSecurityPageNamesRealTests: every test, fuzz target and benchmark
+// docs/security.md says guards a promise or a bound exists, so the page
+// cannot go on citing one that was renamed or removed.
+func TestTheSecurityPageNamesRealTests(t *testing.T) {
+	t.Parallel()
+	page := readFile(t, repoPath(t, "docs/security.md"))
+	named := regexp.MustCompile("`((?:Test|Fuzz|Benchmark)[A-Za-z0-9_]+)`").FindAllStringSubmatch(page, -1)
+	if len(named) < 50 {
+		t.Fatalf("docs/security.md names %d tests; the page lost its tables?", len(named))
+	}
+	defined := map[string]bool{}
+	root := repoPath(t, ".")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark)[A-Za-z0-9_]+)\(`).FindAllStringSubmatch(string(b), -1) {
+			defined[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range named {
+		if !defined[m[1]] {
+			t.Errorf("docs/security.md names %s, which no test file defines", m[1])
+		}
 	}
 }
