@@ -47,14 +47,24 @@ func filterFailed(w http.ResponseWriter, err error) {
 	apierr.Write(w, apierr.ConfigInvalid, err.Error())
 }
 
-func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
+// readQuery is what a read of the journal may see and the filter its
+// query asks for; false when the answer was written (refused).
+func (s *Server) readQuery(w http.ResponseWriter, r *http.Request) (func(string) bool, *journal.Filter, bool) {
 	visible, ok := s.readsOf(w, r, ActRead)
 	if !ok {
-		return
+		return nil, nil, false
 	}
 	f, err := journal.ParseFilter(r.URL.Query())
 	if err != nil {
 		filterFailed(w, err)
+		return nil, nil, false
+	}
+	return visible, f, true
+}
+
+func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
+	visible, f, ok := s.readQuery(w, r)
+	if !ok {
 		return
 	}
 	page, err := s.journal.List(f, visible)

@@ -89,13 +89,8 @@ func streamCaller(c Caller, r *http.Request) string {
 }
 
 func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
-	visible, ok := s.readsOf(w, r, ActRead)
+	visible, f, ok := s.readQuery(w, r)
 	if !ok {
-		return
-	}
-	f, err := journal.ParseFilter(r.URL.Query())
-	if err != nil {
-		filterFailed(w, err)
 		return
 	}
 	_, c := s.policy(r)
@@ -115,6 +110,7 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 		kept := s.journal.Entries()
 		resumed = f.Resume(id, kept, visible)
 		if f.Replays() {
+			var err error
 			if replay, err = f.Select(kept, visible); err != nil {
 				filterFailed(w, err)
 				return
