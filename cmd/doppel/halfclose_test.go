@@ -193,3 +193,32 @@ func TestAClientThatLeftDuringTheLatencyIsLogged499(t *testing.T) {
 		}
 	})
 }
+
+// TestAForwardCancelledByAFINIsNotAnswered: a forwarded request is
+// cancelled when its client's FIN comes before the upstream's answer (it
+// cannot be told from a client that left); a client that only half-closed
+// reads the connection's end and no answer, where it used to read an
+// empty 200 the upstream never sent.
+func TestAForwardCancelledByAFINIsNotAnswered(t *testing.T) {
+	t.Parallel()
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	cfg := serveConfig(t, t.TempDir(), 0, 0, "proxies:\n"+proxyYAML("waits", up.URL, ""))
+	p, addr := serveUp(t, cfg, nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, "GET /waits HTTP/1.1\r\nHost: d\r\nX-Request-Id: cancelled-by-fin\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.(*net.TCPConn).CloseWrite()
+	got, err := io.ReadAll(c)
+	if err != nil || len(got) != 0 {
+		t.Errorf("read %q, %v; want nothing and the end of the connection", got, err)
+	}
+	if l := requestLine(t, p, "cancelled-by-fin"); l["status"] != json.Number("499") {
+		t.Errorf("logged %v, want 499", l)
+	}
+}

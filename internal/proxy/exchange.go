@@ -261,6 +261,17 @@ func (ex *exchange) clientLeft() {
 	ex.rec.Duration = time.Since(ex.start)
 }
 
+// closeUnanswered closes an HTTP/1 connection with a FIN and no answer
+// after clientLeft: the server would otherwise write an empty 200 of its
+// own, which a client that only half-closed its side would read as the
+// upstream's answer.
+func (ex *exchange) closeUnanswered() {
+	if c := ex.hijack(false); c != nil {
+		ex.cut = true
+		closeConn(c, false)
+	}
+}
+
 func (ex *exchange) Write(b []byte) (int, error) {
 	if ex.cut || ex.detached {
 		return 0, http.ErrHijacked
