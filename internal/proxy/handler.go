@@ -410,7 +410,7 @@ func (h *Handler) finish(ex *exchange) {
 	if ex.holding && ex.park() {
 		return // the parked answer records the request when written
 	}
-	if ex.fin && ex.awaitVerdict() {
+	if ex.fin && !ex.cut && ex.tunnel == nil && ex.awaitVerdict() {
 		return // its connection records the request when it closes
 	}
 	h.logRequest(ex)
