@@ -53,6 +53,9 @@ type exchange struct {
 	holding bool
 	held    []byte
 	header  http.Header
+	// fin says the HTTP/1 client sent its FIN while the latency was
+	// waited: whether it took the answer is known once it is written.
+	fin bool
 
 	// base is the connection's writer under the faults' (Wrap), nil
 	// while none wraps; cut says a fault cut the connection; detached
@@ -138,7 +141,10 @@ func (ex *exchange) WriteHeader(code int) {
 		ex.rec.Status = code
 		return
 	}
-	ex.waitLatency()
+	if !ex.waitLatency() {
+		ex.clientLeft()
+		return
+	}
 	ex.sendHeader(code)
 }
 
@@ -156,27 +162,42 @@ func (ex *exchange) sendHeader(code int) {
 
 // waitLatency waits out what is left of the latency target: the time
 // already spent is subtracted, so a slow upstream is never delayed further.
-// A client that goes away ends the wait.
-func (ex *exchange) waitLatency() {
+// It reports false when the client has gone: on HTTP/2, its stream or its
+// connection ended. On HTTP/1 the request's context ends on the client's
+// FIN, which a client that only half-closed its side sends too, and that
+// client still reads: the wait goes on, and the connection tells once the
+// answer is written whether the client took it (fin; verdict.go).
+func (ex *exchange) waitLatency() bool {
 	if ex.latency <= 0 {
-		return
+		return true
 	}
 	remaining := ex.latency - time.Since(ex.start)
 	if remaining <= 0 {
-		return
+		return true
 	}
 	began := time.Now()
 	paused := ex.timeout != nil && ex.timeout.Stop()
 	t := time.NewTimer(remaining)
 	defer t.Stop()
+	here := true
 	select {
 	case <-t.C:
 	case <-ex.req.Context().Done():
+		if ex.req.ProtoMajor != 1 {
+			here = false
+			break
+		}
+		ex.fin = true
+		select {
+		case <-t.C:
+		case <-ex.handler.parked.stop: // Doppel stops: answer now
+		}
 	}
 	ex.rec.LatencyWaited = time.Since(began)
 	if paused {
 		ex.timeout.Reset(ex.timeoutLeft - began.Sub(ex.upstreamStart))
 	}
+	return here
 }
 
 // fail answers with Doppel's own error envelope.
@@ -238,6 +259,17 @@ func (ex *exchange) clientLeft() {
 	ex.wroteHeader = true
 	ex.rec.Status = statusClientLeft
 	ex.rec.Duration = time.Since(ex.start)
+}
+
+// closeUnanswered closes an HTTP/1 connection with a FIN and no answer
+// after clientLeft: the server would otherwise write an empty 200 of its
+// own, which a client that only half-closed its side would read as the
+// upstream's answer.
+func (ex *exchange) closeUnanswered() {
+	if c := ex.hijack(false); c != nil {
+		ex.cut = true
+		closeConn(c, false)
+	}
 }
 
 func (ex *exchange) Write(b []byte) (int, error) {

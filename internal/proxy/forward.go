@@ -245,6 +245,7 @@ func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, err
 			// the log says so (499, nginx's "client closed request")
 			// rather than blaming the upstream.
 			ex.clientLeft()
+			ex.closeUnanswered()
 			return
 		}
 		// Only the proxy's own timeout is a timeout; a dial that gives up

@@ -124,6 +124,7 @@ func New(h *runtime.Holder, opts Options) *Handler {
 		journal:   opts.Journal,
 		sessions:  opts.Sessions,
 	}
+	handler.parked.stop = make(chan struct{})
 	handler.forwardedProto = "http"
 	if opts.TLS {
 		handler.forwardedProto = "https"
@@ -408,6 +409,9 @@ func (h *Handler) finish(ex *exchange) {
 	}
 	if ex.holding && ex.park() {
 		return // the parked answer records the request when written
+	}
+	if ex.fin && !ex.cut && ex.tunnel == nil && ex.awaitVerdict() {
+		return // its connection records the request when it closes
 	}
 	h.logRequest(ex)
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"net"
+	"sync/atomic"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
 )
@@ -34,16 +35,41 @@ var unsupportedTE = []byte("HTTP/1.1 501 Not Implemented\r\nContent-Type: text/p
 var unsupportedTEAnswer = apierr.Raw(apierr.InvalidRequestBody,
 	"the request's Transfer-Encoding names a coding that cannot be read; only chunked is")
 
-type envelopingConn struct{ net.Conn }
+// envelopingConn is every connection of the proxy listener. It also keeps
+// what the server does not tell a handler: whether a write failed, and the
+// request (pending) whose client sent its FIN before its answer, which is
+// recorded when the server closes the connection after writing it.
+type envelopingConn struct {
+	net.Conn
+	failed  atomic.Bool
+	closed  atomic.Bool
+	pending atomic.Pointer[exchange]
+}
 
 func (c *envelopingConn) Write(b []byte) (int, error) {
 	if len(b) == len(unsupportedTE) && bytes.Equal(b, unsupportedTE) {
 		if _, err := c.Conn.Write(unsupportedTEAnswer); err != nil {
+			c.failed.Store(true)
 			return 0, err
 		}
 		return len(b), nil
 	}
-	return c.Conn.Write(b)
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		c.failed.Store(true)
+	}
+	return n, err
+}
+
+// Close records the pending request first: the server closes a connection
+// whose client sent its FIN once the answer is written.
+func (c *envelopingConn) Close() error {
+	if !c.closed.Swap(true) {
+		if ex := c.pending.Swap(nil); ex != nil {
+			ex.recordVerdict(c)
+		}
+	}
+	return c.Conn.Close()
 }
 
 // NetConn is the connection under the wrapper: a cut sets its linger.

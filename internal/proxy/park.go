@@ -71,7 +71,11 @@ func (ex *exchange) hold(b []byte) (int, error) {
 // answer goes through the server as any other.
 func (ex *exchange) release() {
 	ex.holding = false
-	ex.waitLatency()
+	if !ex.waitLatency() {
+		ex.clientLeft()
+		ex.held = nil
+		return
+	}
 	ex.sendHeader(ex.rec.Status)
 	if len(ex.held) > 0 {
 		_, _ = ex.w.Write(ex.held)
@@ -140,9 +144,11 @@ func parkable(h http.Header) bool {
 }
 
 // waitParked waits on a parked connection until the latency target (or
-// until the client leaves, or Doppel stops), writes the answer, records
-// the request, and hands the connection back to the server unless it
-// closes.
+// until Doppel stops), writes the answer, records the request, and hands
+// the connection back to the server unless it closes. A client that sent
+// its FIN meanwhile may only have half-closed its side: it is answered when
+// the answer is due as well, the connection closes after the answer, and
+// the record says 499 if the client had gone (verdict.go).
 func (ex *exchange) waitParked(c net.Conn, pending []byte, registered bool) {
 	h := ex.handler
 	if registered {
@@ -150,7 +156,7 @@ func (ex *exchange) waitParked(c net.Conn, pending []byte, registered bool) {
 	}
 	began := time.Now()
 	var buf [512]byte
-	left, overflow := false, false
+	fin, overflow := false, false
 	for {
 		n, err := c.Read(buf[:])
 		if n > 0 {
@@ -162,12 +168,15 @@ func (ex *exchange) waitParked(c net.Conn, pending []byte, registered bool) {
 		}
 		if err != nil {
 			var ne net.Error
-			left = !(errors.As(err, &ne) && ne.Timeout())
+			fin = !(errors.As(err, &ne) && ne.Timeout())
 			break
 		}
 	}
+	if fin {
+		h.parked.waitUntil(ex.start.Add(ex.latency))
+	}
 	ex.rec.LatencyWaited = time.Since(began)
-	closing := left || overflow || ex.req.Close || h.parked.ending.Load() ||
+	closing := fin || overflow || ex.req.Close || h.parked.ending.Load() ||
 		headerSaysClose(ex.header)
 	ex.rec.Duration = time.Since(ex.start)
 	answer := ex.parkedAnswer(closing)
@@ -176,6 +185,9 @@ func (ex *exchange) waitParked(c net.Conn, pending []byte, registered bool) {
 	_, werr := c.Write(answer)
 	_ = c.SetWriteDeadline(time.Time{})
 	ex.held = nil
+	if werr != nil || fin && !tookAnswer(c) {
+		ex.rec.Status = statusClientLeft
+	}
 	h.logRequest(ex)
 	if werr != nil || closing {
 		_ = c.Close()
@@ -358,12 +370,29 @@ func unwrapResumed(c net.Conn, pending []byte) (net.Conn, []byte) {
 
 // heldConns are connections taken from the server that Doppel still
 // answers on (hangs, parked answers), so that a stopping Doppel can end
-// them; their lock is taken only by such requests.
+// them; their lock is taken only by such requests. stop, when made, is
+// closed by end: it ends the waits of latencies whose client sent its FIN.
 type heldConns struct {
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
-	ending atomic.Bool
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	wg      sync.WaitGroup
+	ending  atomic.Bool
+	stop    chan struct{}
+	stopped bool
+}
+
+// waitUntil waits until t, or until end is called.
+func (hs *heldConns) waitUntil(t time.Time) {
+	d := time.Until(t)
+	if d <= 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-hs.stop:
+	}
 }
 
 // add holds c, unless they are ending.
@@ -392,6 +421,10 @@ func (hs *heldConns) done(c net.Conn) {
 func (hs *heldConns) end(f func(net.Conn)) {
 	hs.mu.Lock()
 	hs.ending.Store(true)
+	if hs.stop != nil && !hs.stopped {
+		close(hs.stop)
+		hs.stopped = true
+	}
 	for c := range hs.conns {
 		f(c)
 	}
@@ -429,10 +462,19 @@ func (h *Handler) EndParked(ctx context.Context) {
 }
 
 // ResumeOn lets this handler park delayed answers on srv's HTTP/1.1
-// connections and hand them back to it once answered; without it, a
-// delayed answer waits in the handler.
+// connections and hand them back to it once answered, and know the
+// connection of each request, to tell whether a client that sent its FIN
+// took its answer; without it, a delayed answer waits in the handler and
+// such a client is taken to have read it.
 func (h *Handler) ResumeOn(srv *http.Server) {
 	h.server = srv
+	prevCtx := srv.ConnContext
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if prevCtx != nil {
+			ctx = prevCtx(ctx, c)
+		}
+		return connContext(ctx, c)
+	}
 	prev := srv.ConnState
 	srv.ConnState = func(c net.Conn, st http.ConnState) {
 		if rc, ok := c.(*resumedConn); ok && st != http.StateNew {
