@@ -12,6 +12,11 @@
 # BENCH_ONLY=doppel (`make bench BENCH_ONLY=doppel`) runs only Doppel with
 # the request journal on and off, on /small and the mock path: it installs
 # only wrk and passes `-only doppel` to the orchestrator.
+#
+# BENCH_ONLY=bounds runs only the benchmarks of what outside input may cost
+# (docs/security.md's bounds): huge headers, full-journal reads, stream
+# subscribers, a render over 3 M characters, live sessions; it installs
+# nothing. The full run ends with them too.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -22,10 +27,24 @@ TOXIPROXY_VERSION=${TOXIPROXY_VERSION:-latest}
 MOUNTEBANK_VERSION=${MOUNTEBANK_VERSION:-2.9.1}
 BUDGET=${BENCH_BUDGET:-570}
 ONLY=${BENCH_ONLY:-}
-case "$ONLY" in "" | doppel) ;; *) echo "bench: FAILED: BENCH_ONLY=$ONLY: the only selection is doppel" >&2; exit 1 ;; esac
+case "$ONLY" in "" | doppel | bounds) ;; *) echo "bench: FAILED: BENCH_ONLY=$ONLY: the selections are doppel and bounds" >&2; exit 1 ;; esac
 
 die() { echo "bench: FAILED: $*" >&2; exit 1; }
 note() { echo "bench: $*" >&2; }
+
+# bounds runs each bound's benchmark once and prints its figures.
+bounds() {
+	note "what outside input may cost (docs/security.md), one run each"
+	"$GO" test -run '^$' -bench 'HugeHeaders|FullJournalReads' -benchtime 1x ./cmd/doppel &&
+		"$GO" test -run '^$' -bench 'ProxyWithSubscribers' -benchtime 20x ./internal/admin &&
+		"$GO" test -run '^$' -bench 'BatchEveryCharacter' -benchtime 1x ./internal/jinja &&
+		"$GO" test -run '^$' -bench 'LiveSessionBytes' -benchtime 1x ./internal/session ||
+		die "a bound's benchmark failed"
+}
+if [ "$ONLY" = bounds ]; then
+	bounds
+	exit 0
+fi
 
 mkdir -p "$BIN"
 
@@ -71,4 +90,5 @@ left=$((BUDGET - SECONDS))
 [ "$left" -gt 60 ] || die "installs used the time budget ($SECONDS s of $BUDGET s); run again, they are cached now"
 extra=()
 [ -n "$ONLY" ] && extra=(-only "$ONLY")
-exec "$BIN/bench" -bin "$BIN" -mb "$MB" -nginx "$NGINX" -budget "${left}s" "${extra[@]}" "$@"
+"$BIN/bench" -bin "$BIN" -mb "$MB" -nginx "$NGINX" -budget "${left}s" "${extra[@]}" "$@"
+[ -n "$ONLY" ] || bounds
