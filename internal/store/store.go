@@ -18,7 +18,8 @@ type Store interface {
 	// error wrapping *config.Invalid.
 	Load(ctx context.Context) (*Snapshot, error)
 	// Save writes doc if the stored configuration's revision is still
-	// expected; otherwise it writes nothing and returns ErrRevisionMismatch.
+	// expected; otherwise it writes nothing and returns ErrRevisionMismatch,
+	// or ErrNotFound when no configuration of that name is stored.
 	// The new revision is returned.
 	Save(ctx context.Context, doc *config.Document, expected config.Revision) (config.Revision, error)
 
