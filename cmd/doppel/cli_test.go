@@ -195,6 +195,10 @@ proxies:
 // invalidDocLines match, in document order, the violations of invalidDoc:
 // the path first with nothing before it, then the message, optionally
 // followed by the source line.
+// mintedID is the form of a request id Doppel mints: 1.1's, 32 lowercase
+// hex digits (SPEC §19.4).
+var mintedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
 var invalidDocLines = []*regexp.Regexp{
 	regexp.MustCompile(`^admin\.port: \S.*$`),
 	regexp.MustCompile(`^proxies\[0\]\.latency\.min: min must be <= max: min is [0-9.]+ s, max is [0-9.]+ s( \(line \d+\))?$`),

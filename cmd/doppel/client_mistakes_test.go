@@ -102,9 +102,13 @@ func TestClientMistakesAreTheClients(t *testing.T) {
 		for _, id := range []string{strings.Repeat("a", 201), "two words", "caf\xc3\xa9"} {
 			res, _ := rawExchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nX-Request-ID: "+id+"\r\nConnection: close\r\n\r\n", false)
 			got := res.Header.Get("X-Request-Id")
-			if got == id || len(got) != 36 {
+			if got == id || !mintedID.MatchString(got) {
 				t.Errorf("id %.20q… came back as %q", id, got)
 			}
+		}
+		res, _ := rawExchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
+		if got := res.Header.Get("X-Request-Id"); !mintedID.MatchString(got) {
+			t.Errorf("a minted id is %q, not 32 lowercase hex digits", got)
 		}
 		ok := strings.Repeat("b", 200)
 		if res, _ := rawExchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nX-Request-ID: "+ok+"\r\nConnection: close\r\n\r\n", false); res.Header.Get("X-Request-Id") != ok {
