@@ -98,6 +98,26 @@ func TestClientMistakesAreTheClients(t *testing.T) {
 		})
 	}
 
+	t.Run("a `.` or `..` segment is refused in 1.1's words, a backslash too", func(t *testing.T) {
+		for path, want := range map[string]string{
+			"/./admin":  "request path `/./admin` contains a `.` or `..` segment",
+			"/a/%2e/b":  "request path `/a/%2e/b` contains a `.` or `..` segment",
+			"/../x":     "request path `/../x` contains a `.` or `..` segment",
+			"/a/%2E%2E": "request path `/a/%2E%2E` contains a `.` or `..` segment",
+			"/a%5cb":    "request path `/a%5cb` contains a backslash",
+		} {
+			res, body := rawExchange(t, addr, "GET "+path+"?q=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
+			var e struct{ Code, Message string }
+			_ = json.Unmarshal([]byte(body), &e)
+			if res.StatusCode != 400 || envelopeCode(t, body) != "INVALID_REQUEST_PATH" || e.Message != want {
+				t.Errorf("%s: %d %s, want 400 INVALID_REQUEST_PATH %q", path, res.StatusCode, body, want)
+			}
+		}
+		if res, _ := rawExchange(t, addr, "GET /a.b/.well-known/x. HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false); res.StatusCode != 200 {
+			t.Errorf("a dot inside a segment was refused: %d", res.StatusCode)
+		}
+	})
+
 	t.Run("X-Request-ID over 200 bytes or not visible ASCII is replaced", func(t *testing.T) {
 		for _, id := range []string{strings.Repeat("a", 201), "two words", "caf\xc3\xa9"} {
 			res, _ := rawExchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nX-Request-ID: "+id+"\r\nConnection: close\r\n\r\n", false)

@@ -312,11 +312,12 @@ func (h *Handler) resolve(ex *exchange, rt *runtime.Runtime) *runtime.Proxy {
 
 func (h *Handler) confine(ex *exchange, p *runtime.Proxy) bool {
 	path, ok := requestPath(ex.req)
-	if ok {
-		ex.target, ok = buildTarget(p.BasePath, path)
-	}
 	if !ok {
 		ex.fail(apierr.InvalidRequestPath, "the request path would leave the proxy's upstream")
+		return false
+	}
+	if ex.target, ok = buildTarget(p.BasePath, path); !ok {
+		ex.fail(apierr.InvalidRequestPath, refusal(path))
 	}
 	return ok
 }
