@@ -67,6 +67,12 @@ const bodyMock = `    timeout: 1
       - name: takes-body
         request: {method: POST, url: "^/mock$", body: {a: .a}}
         response: {status: 200, body: "a={{ a }}"}
+      - name: takes-body-or-none
+        request: {method: POST, url: "^/maybe$", body: {a: .a}}
+        response: {status: 200, body: "a={{ a | default('none') }}"}
+      - name: length-of-a-number
+        request: {method: GET, url: "^/length$"}
+        response: {status: 200, body: "{{ 5 | length }}"}
 `
 
 func TestClientMistakesAreTheClients(t *testing.T) {
@@ -115,6 +121,28 @@ func TestClientMistakesAreTheClients(t *testing.T) {
 		}
 		if res, _ := rawExchange(t, addr, "GET /a.b/.well-known/x. HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false); res.StatusCode != 200 {
 			t.Errorf("a dot inside a segment was refused: %d", res.StatusCode)
+		}
+	})
+
+	t.Run("a filter given the wrong type fails naming the expression", func(t *testing.T) {
+		res, body := rawExchange(t, addr, "GET /length HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
+		if res.StatusCode != 500 || envelopeCode(t, body) != "TEMPLATE_RENDER_ERROR" || !strings.Contains(body, "{{ 5 | length }}") {
+			t.Fatalf("%d %s", res.StatusCode, body)
+		}
+	})
+
+	t.Run("an empty body binds nothing", func(t *testing.T) {
+		res, body := rawExchange(t, addr, "POST /maybe HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", false)
+		if res.StatusCode != 200 || body != "a=none" {
+			t.Fatalf("%d %s", res.StatusCode, body)
+		}
+		res, body = rawExchange(t, addr, "POST /mock HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", false)
+		if res.StatusCode != 500 || envelopeCode(t, body) != "TEMPLATE_RENDER_ERROR" {
+			t.Fatalf("an undefined body variable: %d %s", res.StatusCode, body)
+		}
+		res, body = rawExchange(t, addr, "POST /maybe HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nConnection: close\r\n\r\n ", false)
+		if res.StatusCode != 500 || envelopeCode(t, body) != "BODY_EXTRACTION_ERROR" {
+			t.Fatalf("a blank body is still not JSON: %d %s", res.StatusCode, body)
 		}
 	})
 
