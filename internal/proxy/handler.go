@@ -262,8 +262,8 @@ func loggedPath(r *http.Request) string {
 // logged, sent upstream and, under a seed, hashed into every roll.
 const maxRequestID = 200
 
-// requestID reuses the client's X-Request-ID or mints a UUID v4 (minted
-// says which). An id longer than maxRequestID bytes, or with a byte
+// requestID reuses the client's X-Request-ID or mints one, 32 hex digits
+// as 1.1 does (minted says which). An id longer than maxRequestID bytes, or with a byte
 // outside visible ASCII, is replaced, and the debug log says why (not what
 // it was).
 func (h *Handler) requestID(r *http.Request) (id string, minted bool) {
