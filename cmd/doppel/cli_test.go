@@ -195,6 +195,10 @@ proxies:
 // invalidDocLines match, in document order, the violations of invalidDoc:
 // the path first with nothing before it, then the message, optionally
 // followed by the source line.
+// mintedID is the form of a request id Doppel mints: 1.1's, 32 lowercase
+// hex digits (SPEC §19.4).
+var mintedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
 var invalidDocLines = []*regexp.Regexp{
 	regexp.MustCompile(`^admin\.port: \S.*$`),
 	regexp.MustCompile(`^proxies\[0\]\.latency\.min: min must be <= max: min is [0-9.]+ s, max is [0-9.]+ s( \(line \d+\))?$`),
@@ -512,12 +516,12 @@ func TestStoreSelection(t *testing.T) {
 		{
 			name: "postgres without a database URL",
 			args: []string{"--store", "postgres"},
-			want: usageMentioning("--database-url"),
+			want: failedMentioning("--database-url"),
 		},
 		{
 			name: "postgres with an empty database URL",
 			args: []string{"--store", "postgres", "--database-url="},
-			want: usageMentioning("--database-url"),
+			want: failedMentioning("--database-url"),
 		},
 		{
 			name: "unknown store",
@@ -532,13 +536,13 @@ func TestStoreSelection(t *testing.T) {
 		{
 			name: "postgres from the environment without a database URL",
 			env:  map[string]string{"DOPPEL_CONFIG_STORE": "postgres"},
-			want: usageMentioning("--database-url"),
+			want: failedMentioning("--database-url"),
 		},
 		{
 			name: "blank database URL in the environment is no URL",
 			args: []string{"--store", "postgres"},
 			env:  map[string]string{"DOPPEL_DATABASE_URL": "  "},
-			want: usageMentioning("--database-url"),
+			want: failedMentioning("--database-url"),
 		},
 		{
 			name: "flag --store file beats the environment",
@@ -601,6 +605,46 @@ func usageMentioning(s string) func(*testing.T, result) {
 		if !strings.Contains(r.stderr, s) {
 			t.Errorf("stderr must mention %q, got:\n%s", s, r)
 		}
+	}
+}
+
+// failedMentioning: exit 1 with the reason on stderr naming s, no usage,
+// and stdout empty (1.1 refuses a postgres store with no URL this way).
+func failedMentioning(s string) func(*testing.T, result) {
+	return func(t *testing.T, r result) {
+		t.Helper()
+		if r.code != wantRejected || r.stdout != "" || strings.Contains(r.stderr, "Usage:") || !strings.Contains(r.stderr, s) {
+			t.Fatalf("want exit 1, no usage, stdout empty and stderr naming %q, got:\n%s", s, r)
+		}
+	}
+}
+
+// TestPostgresWithoutURLFails: every command that opens the store refuses
+// the postgres store without a URL with exit 1, as 1.1 does, while the
+// commands that always talk to PostgreSQL keep a missing required flag a
+// usage error (exit 2), as 1.1's argument parser does.
+func TestPostgresWithoutURLFails(t *testing.T) {
+	t.Parallel()
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	for _, args := range [][]string{
+		{"serve", "--store", "postgres", "--socket", sock},
+		{"config", "reload", "--store", "postgres"},
+		{"token", "add", "--name", "ci", "--store", "postgres", "--socket", sock},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			t.Parallel()
+			failedMentioning("--database-url")(t, doppel(t, invocation{args: args}))
+		})
+	}
+	t.Run("serve from the environment", func(t *testing.T) {
+		t.Parallel()
+		failedMentioning("--database-url")(t, doppel(t, invocation{args: []string{"serve", "--socket", sock}, env: map[string]string{"DOPPEL_CONFIG_STORE": "postgres"}}))
+	})
+	for _, args := range [][]string{{"config", "migrate"}, {"config", "pull"}, {"config", "push", "--config", "main.yaml"}} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			t.Parallel()
+			usageMentioning("database-url")(t, doppel(t, invocation{args: args}))
+		})
 	}
 }
 

@@ -67,6 +67,12 @@ const bodyMock = `    timeout: 1
       - name: takes-body
         request: {method: POST, url: "^/mock$", body: {a: .a}}
         response: {status: 200, body: "a={{ a }}"}
+      - name: takes-body-or-none
+        request: {method: POST, url: "^/maybe$", body: {a: .a}}
+        response: {status: 200, body: "a={{ a | default('none') }}"}
+      - name: length-of-a-number
+        request: {method: GET, url: "^/length$"}
+        response: {status: 200, body: "{{ 5 | length }}"}
 `
 
 func TestClientMistakesAreTheClients(t *testing.T) {
@@ -98,13 +104,59 @@ func TestClientMistakesAreTheClients(t *testing.T) {
 		})
 	}
 
+	t.Run("a `.` or `..` segment is refused in 1.1's words, a backslash too", func(t *testing.T) {
+		for path, want := range map[string]string{
+			"/./admin":  "request path `/./admin` contains a `.` or `..` segment",
+			"/a/%2e/b":  "request path `/a/%2e/b` contains a `.` or `..` segment",
+			"/../x":     "request path `/../x` contains a `.` or `..` segment",
+			"/a/%2E%2E": "request path `/a/%2E%2E` contains a `.` or `..` segment",
+			"/a%5cb":    "request path `/a%5cb` contains a backslash",
+		} {
+			res, body := rawExchange(t, addr, "GET "+path+"?q=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
+			var e struct{ Code, Message string }
+			_ = json.Unmarshal([]byte(body), &e)
+			if res.StatusCode != 400 || envelopeCode(t, body) != "INVALID_REQUEST_PATH" || e.Message != want {
+				t.Errorf("%s: %d %s, want 400 INVALID_REQUEST_PATH %q", path, res.StatusCode, body, want)
+			}
+		}
+		if res, _ := rawExchange(t, addr, "GET /a.b/.well-known/x. HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false); res.StatusCode != 200 {
+			t.Errorf("a dot inside a segment was refused: %d", res.StatusCode)
+		}
+	})
+
+	t.Run("a filter given the wrong type fails naming the expression", func(t *testing.T) {
+		res, body := rawExchange(t, addr, "GET /length HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
+		if res.StatusCode != 500 || envelopeCode(t, body) != "TEMPLATE_RENDER_ERROR" || !strings.Contains(body, "{{ 5 | length }}") {
+			t.Fatalf("%d %s", res.StatusCode, body)
+		}
+	})
+
+	t.Run("an empty body binds nothing", func(t *testing.T) {
+		res, body := rawExchange(t, addr, "POST /maybe HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", false)
+		if res.StatusCode != 200 || body != "a=none" {
+			t.Fatalf("%d %s", res.StatusCode, body)
+		}
+		res, body = rawExchange(t, addr, "POST /mock HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", false)
+		if res.StatusCode != 500 || envelopeCode(t, body) != "TEMPLATE_RENDER_ERROR" {
+			t.Fatalf("an undefined body variable: %d %s", res.StatusCode, body)
+		}
+		res, body = rawExchange(t, addr, "POST /maybe HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nConnection: close\r\n\r\n ", false)
+		if res.StatusCode != 500 || envelopeCode(t, body) != "BODY_EXTRACTION_ERROR" {
+			t.Fatalf("a blank body is still not JSON: %d %s", res.StatusCode, body)
+		}
+	})
+
 	t.Run("X-Request-ID over 200 bytes or not visible ASCII is replaced", func(t *testing.T) {
 		for _, id := range []string{strings.Repeat("a", 201), "two words", "caf\xc3\xa9"} {
 			res, _ := rawExchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nX-Request-ID: "+id+"\r\nConnection: close\r\n\r\n", false)
 			got := res.Header.Get("X-Request-Id")
-			if got == id || len(got) != 36 {
+			if got == id || !mintedID.MatchString(got) {
 				t.Errorf("id %.20q… came back as %q", id, got)
 			}
+		}
+		res, _ := rawExchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", false)
+		if got := res.Header.Get("X-Request-Id"); !mintedID.MatchString(got) {
+			t.Errorf("a minted id is %q, not 32 lowercase hex digits", got)
 		}
 		ok := strings.Repeat("b", 200)
 		if res, _ := rawExchange(t, addr, "GET /x HTTP/1.1\r\nHost: a\r\nX-Request-ID: "+ok+"\r\nConnection: close\r\n\r\n", false); res.Header.Get("X-Request-Id") != ok {

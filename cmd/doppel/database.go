@@ -121,7 +121,9 @@ func newPushCmd() *cobra.Command {
 		Long: `Validate a YAML document and write it to PostgreSQL as configuration --config-name.
 
 Unconditional, unless --if-revision HEX: then it is written only if the stored
-configuration's revision is HEX. Prints "pushed: revision <hex>" last.`,
+configuration's revision is HEX. Prints "pushed: revision <hex>" last.
+A refused push (violations, a stale --if-revision, a configuration that does
+not exist) says why on stderr and exits 1, as Doppel 1.1 does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.resolve(cmd); err != nil {
@@ -146,9 +148,9 @@ configuration's revision is HEX. Prints "pushed: revision <hex>" last.`,
 			if err != nil {
 				var inv *config.Invalid
 				if errors.As(err, &inv) {
-					if err := write(cmd, strings.Join(inv.Lines(), "\n")+"\n"); err != nil {
-						return err
-					}
+					// On stderr, as 1.1 does (SPEC §19.2): a refused push
+					// is a failure, not this command's output.
+					fmt.Fprint(cmd.ErrOrStderr(), strings.Join(inv.Lines(), "\n")+"\n")
 					return rejected
 				}
 				return failed("%v", err)
@@ -169,11 +171,12 @@ configuration's revision is HEX. Prints "pushed: revision <hex>" last.`,
 			} else {
 				rev, err = db.Save(ctx, doc, *expected)
 			}
+			// Said on stderr, as 1.1 does (SPEC §19.2).
+			if errors.Is(err, store.ErrNotFound) {
+				return failed("not pushed: the configuration `%s` does not exist, so --if-revision has nothing to compare with", f.name)
+			}
 			if errors.Is(err, store.ErrRevisionMismatch) {
-				if err := write(cmd, fmt.Sprintf("not pushed: the stored configuration %q is not at revision %s (or does not exist)\n", f.name, *expected)); err != nil {
-					return err
-				}
-				return rejected
+				return failed("not pushed: the stored configuration `%s` is not at revision %s", f.name, *expected)
 			}
 			if err != nil {
 				return failed("%v", err)

@@ -283,3 +283,35 @@ func TestTakenPortSaysWhichSetting(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateGivesOneOneVerdicts: documents 1.1 refuses are refused, at
+// 1.1's path and with the phrase its tests pin, its checks in its order
+// (a name's length before its characters, a template name's leading dot
+// before its separators).
+func TestValidateGivesOneOneVerdicts(t *testing.T) {
+	t.Parallel()
+	mock := func(template string) string {
+		return "proxies:\n  - name: shop\n    type: http\n    url: http://127.0.0.1:9\n    mocks:\n" +
+			"      - {name: mm, request: {method: GET, url: x}, response: {status: 200, template: '" + template + "'}}\n"
+	}
+	for _, c := range []struct{ name, extra, title, want string }{
+		{"a blank title", "", "'  '", "admin.title: the title may not be empty or blank"},
+		{"a template name with ..", mock("a..b"), "", "proxies[0].mocks[0].response.template: `a..b` must not contain `..`"},
+		{"a blank template name", mock("  "), "", "proxies[0].mocks[0].response.template: a template file name may not be empty or blank"},
+		{"a leading dot before a separator", mock("../x"), "", "proxies[0].mocks[0].response.template: `../x` must not start with a dot"},
+		{"a name's length before its characters", "proxies:\n  - {name: '.', type: http, url: 'http://127.0.0.1:9'}\n", "", "proxies[0].name: `.` is 1 characters long: a name must be at least 2 characters"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg := serveConfig(t, dir, 0, 0, c.extra)
+			if c.title != "" {
+				cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  title: "+c.title+"\n", 1))
+			}
+			r := doppel(t, invocation{args: []string{"config", "validate", "--config", cfg}})
+			if r.code != wantRejected || !strings.HasPrefix(r.stdout, c.want) {
+				t.Errorf("want exit 1 and stdout starting %q, got:\n%s", c.want, r)
+			}
+		})
+	}
+}

@@ -67,6 +67,19 @@ func TestMetricsAndCompressionThroughTheBinary(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	// 1.1's bucket ladder, to 60 s, for both request histograms.
+	for _, name := range []string{"doppel_proxy_request_duration_seconds_bucket", "doppel_upstream_request_duration_seconds_bucket"} {
+		var les []string
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, name+"{") && strings.Contains(line, `proxy="zeta"`) {
+				i := strings.Index(line, `le="`)
+				les = append(les, line[i+4:i+4+strings.Index(line[i+4:], `"`)])
+			}
+		}
+		if got, want := strings.Join(les, " "), "0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10 15 30 60 +Inf"; got != want {
+			t.Errorf("%s buckets %q, want %q", name, got, want)
+		}
+	}
 	res, body = fetch("http://"+adminAddr+"/api/v1/status", "gzip")
 	if res.Header.Get("Content-Encoding") != "gzip" || !strings.Contains(body, `"revision"`) {
 		t.Fatalf("status: %v %s", res.Header, body)

@@ -55,8 +55,17 @@ func TestMigratePushPull(t *testing.T) {
 	if r = run("config", "push", "--config", back, "--database-url", url, "--if-revision", rev); r.code != 0 || r.stdout != "pushed: revision "+rev+"\n" {
 		t.Fatalf("a pulled document pushed back changed revision: %s", r)
 	}
-	if r = run("config", "push", "--config", back, "--database-url", url, "--if-revision", "0000000000000000"); r.code != 1 || strings.Contains(strings.ToLower(r.stdout+r.stderr), "mismatch") {
+	// A refused push says why on stderr, as 1.1 does (SPEC §19.2).
+	if r = run("config", "push", "--config", back, "--database-url", url, "--if-revision", "0000000000000000"); r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "revision 0000000000000000") {
 		t.Fatalf("a stale --if-revision: %s", r)
+	}
+	r = run("config", "push", "--config", back, "--database-url", url, "--config-name", "nobody", "--if-revision", rev)
+	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "`nobody` does not exist") || strings.Contains(r.stderr, "is not at revision") {
+		t.Fatalf("an --if-revision to a configuration that does not exist: %s", r)
+	}
+	invalid := writeFile(t, dir, "invalid.yaml", strings.Replace(readFile(t, back), "name: zeta", "name: z", 1))
+	if r = run("config", "push", "--config", invalid, "--database-url", url); r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "proxies[0].name") {
+		t.Fatalf("an invalid document: %s", r)
 	}
 	out := filepath.Join(dir, "missing.yaml")
 	if r = run("config", "pull", "--database-url", url, "--config-name", "nobody", "--output", out); r.code != 1 {

@@ -44,6 +44,11 @@ func (f *storeFlags) options(cmd *cobra.Command) (store.Options, error) {
 		DatabaseURL: pick("database-url", store.EnvDatabaseURL, f.databaseURL),
 		ConfigName:  pick("config-name", store.EnvConfigName, f.configName),
 	}
+	// 1.1 refuses a postgres store with no URL once its arguments parsed,
+	// exit 1 with no usage: a missing setting, not a misspelt command.
+	if o.Kind == store.KindPostgres && o.DatabaseURL == "" {
+		return o, failed("--database-url (or %s) is required with --store postgres", store.EnvDatabaseURL)
+	}
 	if err := o.Check(); err != nil {
 		return o, usage("%v", err)
 	}

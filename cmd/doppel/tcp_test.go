@@ -135,10 +135,12 @@ func TestATCPProxyRelaysAndJournalsEachConnection(t *testing.T) {
 				BytesUp   float64 `json:"bytes_up"`
 				BytesDown float64 `json:"bytes_down"`
 			} `json:"tunnel"`
-			Client string `json:"client"`
+			Client    string `json:"client"`
+			RequestID string `json:"id"`
 		} `json:"requests"`
 	}
 	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Requests) != 1 || list.Requests[0].Method != "TCP" || list.Requests[0].Client != "127.0.0.1" ||
+		!mintedID.MatchString(list.Requests[0].RequestID) ||
 		list.Requests[0].Tunnel.BytesUp != float64(len(big)) || list.Requests[0].Tunnel.BytesDown != float64(len(big)) {
 		t.Errorf("the journal: %v %s", err, r.body)
 	}

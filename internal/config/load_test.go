@@ -80,10 +80,13 @@ func TestValueTypesRefuseBadInput(t *testing.T) {
 	}{
 		// Names.
 		{"dotted proxy name", doc("proxies: [{name: Billing.API, type: http, url: 'http://h'}]"), "proxies[0].name", "`.` is not allowed (write Billing-API)"},
-		{"short name", doc("proxies: [{name: a, type: http, url: 'http://h'}]"), "proxies[0].name", "a name is 2 to 32"},
-		{"proxy name over 32", doc("proxies: [{name: " + long(33) + ", type: http, url: 'http://h'}]"), "proxies[0].name", "2 to 32"},
-		{"mock name over 64", mockDoc("name: " + long(65) + "\nrequest: {method: GET, url: x}\nresponse: {status: 200}"), "proxies[0].mocks[0].name", "2 to 64"},
+		{"short name", doc("proxies: [{name: a, type: http, url: 'http://h'}]"), "proxies[0].name", "at least 2"},
+		{"short name, its length before its characters", doc("proxies: [{name: '.', type: http, url: 'http://h'}]"), "proxies[0].name", "at least 2"},
+		{"long name, its length before its characters", doc("proxies: [{name: '" + long(32) + " b', type: http, url: 'http://h'}]"), "proxies[0].name", "at most 32"},
+		{"proxy name over 32", doc("proxies: [{name: " + long(33) + ", type: http, url: 'http://h'}]"), "proxies[0].name", "at most 32"},
+		{"mock name over 64", mockDoc("name: " + long(65) + "\nrequest: {method: GET, url: x}\nresponse: {status: 200}"), "proxies[0].mocks[0].name", "at most 64"},
 		{"space in token name", baseServer + "admin: {host: 127.0.0.1, port: 8081, tokens: [{name: 'a b', group: admin, token: " + long(32) + "}]}\n", "admin.tokens[0].name", "not a valid name"},
+		{"blank title", baseServer + "admin: {host: 127.0.0.1, port: 8081, title: '  '}\n", "admin.title", "empty or blank"},
 		// Addresses and ports.
 		{"hostname", "server: {host: localhost, port: 8080}\n" + baseAdmin, "server.host", "not an IP address"},
 		{"port 0", "server: {host: 127.0.0.1, port: 0}\n" + baseAdmin, "server.port", "any free port"},
@@ -136,10 +139,13 @@ func TestValueTypesRefuseBadInput(t *testing.T) {
 		{"selector empty key", mockDoc("name: mm\nrequest: {method: GET, url: x, body: {p: .a..b}}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.body.p", "empty key"},
 		{"selector indexing", mockDoc("name: mm\nrequest: {method: GET, url: x, body: {p: '.a[0]'}}\nresponse: {status: 200}"), "proxies[0].mocks[0].request.body.p", "indexing"},
 		// Template file names.
-		{"template traversal", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: ../x}"), "proxies[0].mocks[0].response.template", "may not contain /"},
+		{"template traversal", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: ../x}"), "proxies[0].mocks[0].response.template", "must not start with a dot"},
+		{"template separator", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: a/../x}"), "proxies[0].mocks[0].response.template", "may not contain /"},
+		{"template with ..", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: a..b}"), "proxies[0].mocks[0].response.template", "must not contain `..`"},
+		{"template blank", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: ' '}"), "proxies[0].mocks[0].response.template", "empty or blank"},
 		{"template backslash", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: 'a\\b'}"), "proxies[0].mocks[0].response.template", "may not contain /"},
-		{"template hidden", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: .env}"), "proxies[0].mocks[0].response.template", "starts with a dot"},
-		{"template dotdot", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: '..'}"), "proxies[0].mocks[0].response.template", "starts with a dot"},
+		{"template hidden", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: .env}"), "proxies[0].mocks[0].response.template", "must not start with a dot"},
+		{"template dotdot", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: '..'}"), "proxies[0].mocks[0].response.template", "must not start with a dot"},
 		{"template too long", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: " + long(201) + "}"), "proxies[0].mocks[0].response.template", "at most 200 bytes"},
 		{"template control", mockDoc("name: mm\nrequest: {method: GET, url: x}\nresponse: {status: 200, template: \"a\\tb\"}"), "proxies[0].mocks[0].response.template", "control characters"},
 		// URLs.

@@ -22,16 +22,21 @@ import (
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// checkName checks the length before the characters, in characters, as
+// 1.1 does, so that one name gets the same verdict from both.
 func checkName(s string, max int) error {
+	switch n := utf8.RuneCountInString(s); {
+	case n < 2:
+		return fmt.Errorf("%s is %d characters long: a name must be at least 2 characters (2 to %d)", quote(s), n, max)
+	case n > max:
+		return fmt.Errorf("%s is %d characters long: a name must be at most %d characters (2 to %d)", quote(s), n, max, max)
+	}
 	if !namePattern.MatchString(s) {
 		msg := fmt.Sprintf("%s is not a valid name: use letters, digits, `-` and `_`", quote(s))
 		if strings.Contains(s, ".") {
 			msg += fmt.Sprintf("; `.` is not allowed (write %s)", strings.ReplaceAll(s, ".", "-"))
 		}
 		return fmt.Errorf("%s", msg)
-	}
-	if len(s) < 2 || len(s) > max {
-		return fmt.Errorf("%s is %d characters long; a name is 2 to %d", quote(s), len(s), max)
 	}
 	return nil
 }
@@ -528,20 +533,24 @@ func (v *TemplateName) UnmarshalYAML(n ast.Node) error {
 	return nil
 }
 
-// CheckTemplateName refuses separators, a leading dot, `..`, control
-// characters and names over 200 bytes. Names are refused, never normalised.
+// CheckTemplateName refuses a blank name, names over 200 bytes, a leading
+// dot, separators, `..`, control characters, in 1.1's order so that one
+// name gets the same verdict and reason from both. Names are refused, never
+// normalised.
 func CheckTemplateName(s string) error {
 	switch {
-	case s == "":
-		return fmt.Errorf("a template file name may not be empty")
+	case strings.TrimSpace(s) == "":
+		return fmt.Errorf("a template file name may not be empty or blank")
 	case len(s) > 200:
 		return fmt.Errorf("a template file name is at most 200 bytes, this one is %d", len(s))
 	case !utf8.ValidString(s):
 		return fmt.Errorf("a template file name must be valid UTF-8")
+	case strings.HasPrefix(s, "."):
+		return fmt.Errorf("%s must not start with a dot: hidden names, `.` and `..` are refused", quote(s))
 	case strings.ContainsAny(s, `/\`):
 		return fmt.Errorf("%s is not one path component: a template file name may not contain / or \\", quote(s))
-	case strings.HasPrefix(s, "."):
-		return fmt.Errorf("%s starts with a dot: hidden names, `.` and `..` are refused", quote(s))
+	case strings.Contains(s, ".."):
+		return fmt.Errorf("%s must not contain `..`", quote(s))
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
@@ -727,8 +736,8 @@ func (v *Title) UnmarshalYAML(n ast.Node) error {
 		return err
 	}
 	switch c := utf8.RuneCountInString(s); {
-	case c == 0:
-		return refuse(n, "the title may not be empty; leave it out for %q", DefaultTitle)
+	case strings.TrimSpace(s) == "": // blank is empty, as in 1.1
+		return refuse(n, "the title may not be empty or blank; leave it out for %q", DefaultTitle)
 	case c > 64:
 		return refuse(n, "the title is at most 64 characters, this one is %d", c)
 	}

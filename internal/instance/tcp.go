@@ -20,7 +20,6 @@ import (
 	"github.com/doppelproxy/doppel/internal/tcp"
 	"github.com/doppelproxy/doppel/internal/telemetry"
 	"github.com/doppelproxy/doppel/internal/toxiproxy"
-	"github.com/google/uuid"
 )
 
 // startTCP starts the document's tcp proxies and keeps them equal to the
@@ -129,7 +128,7 @@ func recordConnection(log *telemetry.Logger, jr *journal.Journal, m *telemetry.M
 	}
 	// The journal and the metrics before the line: whoever reads the line
 	// finds the entry.
-	rec := &telemetry.Exchange{RequestID: uuid.NewString(), Proxy: r.Proxy, Method: "TCP", Client: peerHost(r.Client),
+	rec := &telemetry.Exchange{RequestID: telemetry.NewRequestID(), Proxy: r.Proxy, Method: "TCP", Client: peerHost(r.Client),
 		Duration: r.Duration, LatencyWaited: r.Latency, Tunnel: &telemetry.Tunnel{Up: r.Up, Down: r.Down, Duration: r.Duration}}
 	for _, t := range r.Toxics {
 		detail := ""

@@ -630,6 +630,12 @@ func boundedFilters() *exec.FilterSet {
 		f, _ := set.Get(name)
 		_ = set.Replace(name, boundedFilter(name, f))
 	}
+	// gonja measures a number or a boolean as 0; 1.1 refuses it, so a
+	// template that reads the wrong variable fails instead of answering.
+	for _, name := range []string{"length", "count"} {
+		f, _ := gonja.DefaultEnvironment.Filters.Get(name)
+		_ = set.Replace(name, boundedFilter(name, measured(name, f)))
+	}
 	sum, _ := gonja.DefaultEnvironment.Filters.Get("sum")
 	mapped, _ := gonja.DefaultEnvironment.Filters.Get("map")
 	_ = set.Replace("sum", boundedFilter("sum", summed(sum, mapped)))
@@ -641,6 +647,16 @@ func boundedFilters() *exec.FilterSet {
 	_ = set.Register(textFilter, readText)
 	_ = set.Register(printFilter, printable)
 	return set
+}
+
+// measured is a length filter that refuses what has no length.
+func measured(name string, f exec.FilterFunction) exec.FilterFunction {
+	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+		if in.IsNumber() || in.IsBool() {
+			return exec.AsValue(fmt.Errorf("`%s` cannot measure %s, which has no length", name, in.String()))
+		}
+		return f(e, in, params)
+	}
 }
 
 // stringSizers bound the string methods that take a width.

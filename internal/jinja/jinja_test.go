@@ -97,3 +97,25 @@ func TestTemplatesDoNotLeakIntoEachOther(t *testing.T) {
 		t.Fatalf("global functions or variables are missing: %q %v", out, err)
 	}
 }
+
+func TestLengthOfWhatHasNoneFails(t *testing.T) {
+	vars := NewVars()
+	vars.Set("n", 5)
+	vars.Set("s", "abc")
+	for src, want := range map[string]string{`{{ 5 | length }}`: "", `{{ n | count }}`: "", `{{ true | length }}`: "", `{{ s | length }}`: "3", `{{ [1, 2] | length }}`: "2"} {
+		tpl, err := Compile(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		out, err := tpl.ExecuteToBytes(vars)
+		if want == "" && err == nil {
+			t.Errorf("%s rendered %q", src, out)
+		}
+		if want != "" && (err != nil || string(out) != want) {
+			t.Errorf("%s = %q, %v; want %q", src, out, err, want)
+		}
+		if err != nil {
+			t.Logf("%s: %v", src, err)
+		}
+	}
+}

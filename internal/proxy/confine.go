@@ -30,8 +30,9 @@ func requestPath(r *http.Request) (string, bool) {
 
 // buildTarget joins the proxy's base path (a directory) and the request
 // path, then checks the built path: nothing may climb out of the base.
-// A segment that is `..` once percent-decoded, or a backslash written
-// plainly or as %5c, is refused rather than sanitised.
+// A segment that is `.` or `..` once percent-decoded (1.1 refuses both),
+// or a backslash written plainly or as %5c, is refused rather than
+// sanitised.
 func buildTarget(base, reqPath string) (string, bool) {
 	built := base + strings.TrimPrefix(reqPath, "/")
 	rest := built[len(base):]
@@ -49,14 +50,38 @@ func buildTarget(base, reqPath string) (string, bool) {
 		// A decoded %2F would split the segment for an upstream that
 		// decodes before routing; check each part it could become.
 		for part := range strings.SplitSeq(decoded, "/") {
-			// `..;x` is `..` to servlet containers, which strip path
-			// parameters before resolving.
-			if part == ".." || strings.HasPrefix(part, "..;") {
+			if dotSegment(part) {
 				return "", false
 			}
 		}
 	}
 	return built, true
+}
+
+// dotSegment: `.` and `..`, and `..;x`, which is `..` to servlet
+// containers (they strip path parameters before resolving).
+func dotSegment(part string) bool {
+	return part == "." || part == ".." || strings.HasPrefix(part, "..;")
+}
+
+// refusal says why buildTarget refused reqPath, in 1.1's words where 1.1
+// refuses it too. It runs only for a refused request.
+func refusal(reqPath string) string {
+	if strings.ContainsRune(reqPath, '\\') || containsFold(reqPath, "%5c") {
+		return "request path `" + reqPath + "` contains a backslash"
+	}
+	for seg := range strings.SplitSeq(reqPath, "/") {
+		decoded, err := url.PathUnescape(seg)
+		if err != nil {
+			return "request path `" + reqPath + "` is not valid percent-encoding"
+		}
+		for part := range strings.SplitSeq(decoded, "/") {
+			if dotSegment(part) {
+				return "request path `" + reqPath + "` contains a `.` or `..` segment"
+			}
+		}
+	}
+	return "the request path would leave the proxy's upstream"
 }
 
 func containsFold(s, sub string) bool {

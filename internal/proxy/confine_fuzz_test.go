@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // fuzzBases are the proxy base paths the fuzzer picks from: each a
@@ -39,6 +40,9 @@ func checkConfined(t *testing.T, base, reqPath string) {
 	t.Helper()
 	built, ok := buildTarget(base, reqPath)
 	if !ok {
+		if why := refusal(reqPath); why == "" || !utf8.ValidString(why) && utf8.ValidString(reqPath) {
+			t.Fatalf("refusal(%q) = %q", reqPath, why)
+		}
 		return
 	}
 	if !strings.HasPrefix(built, base) {

@@ -15,7 +15,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -33,7 +32,6 @@ import (
 	"github.com/doppelproxy/doppel/internal/runtime"
 	"github.com/doppelproxy/doppel/internal/session"
 	"github.com/doppelproxy/doppel/internal/telemetry"
-	"github.com/google/uuid"
 )
 
 const headerRequestID = "X-Request-Id"
@@ -265,14 +263,14 @@ func loggedPath(r *http.Request) string {
 // logged, sent upstream and, under a seed, hashed into every roll.
 const maxRequestID = 200
 
-// requestID reuses the client's X-Request-ID or mints a UUID v4 (minted
-// says which). An id longer than maxRequestID bytes, or with a byte
+// requestID reuses the client's X-Request-ID or mints one, 32 hex digits
+// as 1.1 does (minted says which). An id longer than maxRequestID bytes, or with a byte
 // outside visible ASCII, is replaced, and the debug log says why (not what
 // it was).
 func (h *Handler) requestID(r *http.Request) (id string, minted bool) {
 	v := r.Header[headerRequestID]
 	if len(v) == 0 || v[0] == "" {
-		return newRequestID(), true
+		return telemetry.NewRequestID(), true
 	}
 	id = v[0]
 	why := ""
@@ -284,7 +282,7 @@ func (h *Handler) requestID(r *http.Request) (id string, minted bool) {
 	default:
 		return id, false
 	}
-	id = newRequestID()
+	id = telemetry.NewRequestID()
 	h.log.Debug("the client's X-Request-ID is replaced by a new one", "request_id", id, "reason", why)
 	return id, true
 }
@@ -296,17 +294,6 @@ func visibleASCII(s string) bool {
 		}
 	}
 	return true
-}
-
-// newRequestID mints a random (version 4) UUID. It is uuid.NewString
-// without its allocation: the random bytes are read into the array on the
-// stack rather than through an io.Reader, which makes them escape.
-func newRequestID() string {
-	var id uuid.UUID
-	_, _ = rand.Read(id[:])   // never fails (crypto/rand's guarantee)
-	id[6] = id[6]&0x0f | 0x40 // version 4 (RFC 9562, section 5.4)
-	id[8] = id[8]&0x3f | 0x80 // variant 10
-	return id.String()
 }
 
 func (h *Handler) resolve(ex *exchange, rt *runtime.Runtime) *runtime.Proxy {
@@ -326,11 +313,12 @@ func (h *Handler) resolve(ex *exchange, rt *runtime.Runtime) *runtime.Proxy {
 
 func (h *Handler) confine(ex *exchange, p *runtime.Proxy) bool {
 	path, ok := requestPath(ex.req)
-	if ok {
-		ex.target, ok = buildTarget(p.BasePath, path)
-	}
 	if !ok {
 		ex.fail(apierr.InvalidRequestPath, "the request path would leave the proxy's upstream")
+		return false
+	}
+	if ex.target, ok = buildTarget(p.BasePath, path); !ok {
+		ex.fail(apierr.InvalidRequestPath, refusal(path))
 	}
 	return ok
 }

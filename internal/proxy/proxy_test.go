@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,8 +18,10 @@ import (
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/runtime"
-	"github.com/google/uuid"
 )
+
+// mintedID is the form of a request id Doppel mints (1.1's).
+var mintedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 func TestResolution(t *testing.T) {
 	up := map[string]*httptest.Server{}
@@ -275,17 +278,6 @@ func TestHeadersOnTheWayUp(t *testing.T) {
 			}
 		}
 	})
-	t.Run("minted request ids are distinct UUIDs v4", func(t *testing.T) {
-		seen := map[string]bool{}
-		for range 10000 {
-			id := newRequestID()
-			u, err := uuid.Parse(id)
-			if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || seen[id] {
-				t.Fatalf("minted %q (%v), seen before: %v", id, err, seen[id])
-			}
-			seen[id] = true
-		}
-	})
 	t.Run("request id reused or minted", func(t *testing.T) {
 		res, body := get(t, d.URL+"/", map[string]string{"X-Request-ID": "abc-123"})
 		if res.Header.Get("X-Request-Id") != "abc-123" || decodeSeen(t, body).Header["X-Request-Id"][0] != "abc-123" {
@@ -293,9 +285,8 @@ func TestHeadersOnTheWayUp(t *testing.T) {
 		}
 		res, body = get(t, d.URL+"/", nil)
 		id := res.Header.Get("X-Request-Id")
-		u, err := uuid.Parse(id)
-		if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 {
-			t.Fatalf("minted request id %q is not a UUID v4", id)
+		if !mintedID.MatchString(id) {
+			t.Fatalf("minted request id %q is not 32 lowercase hex digits", id)
 		}
 		if decodeSeen(t, body).Header["X-Request-Id"][0] != id {
 			t.Fatal("the upstream saw another request id than the client got")

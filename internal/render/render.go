@@ -308,7 +308,9 @@ func (m *Mock) variables(in *Input, sys *Request, file *jinja.Template) (*jinja.
 			}
 		}
 	}
-	if len(m.bodyVar) > 0 {
+	// An empty body binds nothing, as in 1.1: its variables are undefined
+	// (a `default` answers), rather than failing as a body not JSON.
+	if len(m.bodyVar) > 0 && len(in.Body) > 0 {
 		var doc any
 		dec := json.NewDecoder(bytes.NewReader(in.Body))
 		dec.UseNumber()

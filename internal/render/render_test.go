@@ -180,10 +180,13 @@ func TestContentTypesAndHeaderTemplates(t *testing.T) {
 
 func TestBodyMustBeJSON(t *testing.T) {
 	m := compileMock(t, "name: mm\nrequest: {method: POST, url: x, body: {v: .a}}\nresponse: {status: 200, body: '{{ v | default(0) }}'}")
-	for _, body := range []string{"not json", `{"a": 1} {"b": 2}`, ""} {
+	for _, body := range []string{"not json", `{"a": 1} {"b": 2}`, " "} {
 		if _, err := run(t, m, &Input{Body: []byte(body)}); err == nil || err.(*Error).Kind != BodyNotJSON {
 			t.Errorf("body %q: %v, want BodyNotJSON", body, err)
 		}
+	}
+	if a, err := run(t, m, &Input{}); err != nil || string(a.Body) != "0" {
+		t.Fatalf("an empty body binds nothing, as in 1.1: %v %s", err, a.Body)
 	}
 	if a, err := run(t, m, &Input{Body: []byte(`[1, 2]`)}); err != nil || string(a.Body) != "0" {
 		t.Fatalf("an array body with an object selector should bind nothing: %v %s", err, a.Body)

@@ -18,7 +18,9 @@ type Store interface {
 	// error wrapping *config.Invalid.
 	Load(ctx context.Context) (*Snapshot, error)
 	// Save writes doc if the stored configuration's revision is still
-	// expected; otherwise it writes nothing and returns ErrRevisionMismatch.
+	// expected; otherwise it writes nothing and returns ErrRevisionMismatch,
+	// or ErrNotFound when a store that keeps configurations by name holds
+	// none of that name (PostgreSQL).
 	// The new revision is returned.
 	Save(ctx context.Context, doc *config.Document, expected config.Revision) (config.Revision, error)
 

@@ -16,7 +16,7 @@ import (
 // replicas: proxied traffic can be slow on purpose (up to a minute), the
 // admin API has no business taking more than seconds.
 var (
-	ProxyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	ProxyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60}
 	AdminBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
 )
 

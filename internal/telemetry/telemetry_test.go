@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -136,4 +137,23 @@ func BenchmarkRequestLine(b *testing.B) {
 			l.LogAttrs(context.Background(), slog.LevelInfo, "request", r.attrs()...)
 		}
 	})
+}
+
+func TestNewRequestIDIsDistinctHex(t *testing.T) {
+	form := regexp.MustCompile(`^[0-9a-f]{32}$`)
+	seen := map[string]bool{}
+	for range 10000 {
+		id := NewRequestID()
+		if !form.MatchString(id) || seen[id] {
+			t.Fatalf("minted %q, seen before: %v", id, seen[id])
+		}
+		seen[id] = true
+	}
+}
+
+func BenchmarkNewRequestID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = NewRequestID()
+	}
 }

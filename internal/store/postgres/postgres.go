@@ -221,6 +221,16 @@ func (s *Store) save(ctx context.Context, doc *config.Document, expected *config
 			return "", err
 		}
 		if tag.RowsAffected() == 0 {
+			// Nothing was compared when there is nothing stored: telling a
+			// missing configuration from a stale revision sends the user to
+			// the right fix (a name, not a pull).
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configurations WHERE name = $1)`, s.name).Scan(&exists); err != nil {
+				return "", err
+			}
+			if !exists {
+				return "", fmt.Errorf("configuration %q: %w", s.name, store.ErrNotFound)
+			}
 			return "", store.ErrRevisionMismatch
 		}
 	}
