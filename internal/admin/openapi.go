@@ -127,7 +127,8 @@ var pathParams = map[string]func() map[string]any{
 		return map[string]any{"description": "The template file's name; checked after percent-decoding.", "schema": ref("TemplateName")}
 	},
 	"resource": func() map[string]any {
-		return map[string]any{"description": "A file of the dashboard.", "schema": map[string]any{"type": "string", "enum": dashboardAssets().names("index.html")}}
+		return map[string]any{"description": "A file of the dashboard, named `<name>-<10 hex digits of its SHA-256>.<ext>` as the page names it.",
+			"schema": map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]+-[0-9a-f]{10}\.[a-z]+$`}}
 	},
 	"asset": func() map[string]any {
 		return map[string]any{"description": "A file of the page.", "schema": map[string]any{"type": "string", "enum": swaggerAssets().names("")}}

@@ -259,7 +259,9 @@ var publishedOperationIDs = map[string]string{
 	"GET /swagger-ui/":                               "swaggerUI",
 	"GET /swagger-ui/{asset}":                        "swaggerAsset",
 	"GET /":                                          "dashboardPage",
-	"GET /static/{resource}":                         "dashboardAsset",
+	"GET /static/assets/{resource}":                  "dashboardAsset",
+	"GET /favicon.ico":                               "favicon",
+	"GET /static/favicon.ico":                        "staticFavicon",
 	"GET /robots.txt":                                "robots",
 }
 
