@@ -380,7 +380,7 @@ func responses(a api) map[string]any {
 			"description": strings.Join(means, "\n\n"),
 			"content": map[string]any{"application/json": map[string]any{
 				"schema": map[string]any{
-					"allOf": []any{ref("Error"), map[string]any{"properties": map[string]any{"code": map[string]any{"enum": enum}}}},
+					"allOf": []any{ref("ErrorBody"), map[string]any{"properties": map[string]any{"code": map[string]any{"enum": enum}}}},
 				},
 				// Browser UIs build an example from the first code of Error's
 				// enum, which is not this status's; give them the right one.
@@ -526,7 +526,7 @@ func answerSchemas() map[string]any {
 	str := map[string]any{"type": "string"}
 	count := map[string]any{"type": "integer", "minimum": 0}
 	return map[string]any{
-		"Error": object([]string{"status", "message", "code"}, map[string]any{
+		"ErrorBody": object([]string{"status", "message", "code"}, map[string]any{
 			"status":  map[string]any{"const": "error"},
 			"message": map[string]any{"type": "string", "description": "For people: what went wrong and what to do."},
 			"code":    map[string]any{"type": "string", "enum": enum, "description": "For programs: the closed set of codes."},

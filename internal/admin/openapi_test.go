@@ -168,7 +168,7 @@ func TestDocumentContents(t *testing.T) {
 	}
 	schemas := components["schemas"].(map[string]any)
 	// The error envelope's codes are apierr's, all of them.
-	enum := schemas["Error"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any)
+	enum := schemas["ErrorBody"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any)
 	if len(enum) != len(apierr.Codes()) {
 		t.Errorf("the envelope lists %d codes, apierr %d", len(enum), len(apierr.Codes()))
 	}
