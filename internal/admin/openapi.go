@@ -537,21 +537,21 @@ func answerSchemas() map[string]any {
 		},
 		"ProxyRevision": object([]string{"revision", "proxy"}, map[string]any{
 			"revision": ref("Revision"),
-			"proxy":    withDescription(ref("Proxy"), "The proxy in canonical form: every default explicit."),
+			"proxy":    withDescription(ref("ProxyConfig"), "The proxy in canonical form: every default explicit."),
 		}),
 		"ProxyList": object([]string{"proxies"}, map[string]any{
 			"proxies": map[string]any{"type": "array", "items": ref("ProxyRevision")},
 		}),
-		"ProxyCreate": object([]string{"proxy"}, map[string]any{"proxy": ref("Proxy")}),
+		"ProxyCreate": object([]string{"proxy"}, map[string]any{"proxy": ref("ProxyConfig")}),
 		"ProxyUpdate": map[string]any{
 			"description": "`{\"revision\", \"proxy\"}`, or the bare proxy document with the revision in `If-Match`. A different name renames the proxy.",
 			"oneOf": []any{
-				object([]string{"proxy"}, map[string]any{"revision": ref("Revision"), "proxy": ref("Proxy")}),
-				ref("Proxy"),
+				object([]string{"proxy"}, map[string]any{"revision": ref("Revision"), "proxy": ref("ProxyConfig")}),
+				ref("ProxyConfig"),
 			},
 		},
 		"RecordPreview": object([]string{"mocks", "exchanges"}, map[string]any{
-			"mocks":     map[string]any{"type": "array", "items": ref("Mock"), "description": "One per method and path, the latest answer winning; `[]` when nothing matched."},
+			"mocks":     map[string]any{"type": "array", "items": ref("MockConfig"), "description": "One per method and path, the latest answer winning; `[]` when nothing matched."},
 			"exchanges": withDescription(count, "How many exchanges they were made from."),
 			"message":   withDescription(str, "Why there are none, when there are none; else which mocks leave out headers `journal.headers` cut, when some do."),
 		}),

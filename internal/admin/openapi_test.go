@@ -179,12 +179,12 @@ func TestDocumentContents(t *testing.T) {
 	if err := json.Unmarshal(config.Schema(), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := json.Marshal(cfg.Defs["Proxy"])
-	got, _ := json.Marshal(schemas["Proxy"])
+	want, _ := json.Marshal(cfg.Defs["ProxyConfig"])
+	got, _ := json.Marshal(schemas["ProxyConfig"])
 	if string(got) != strings.ReplaceAll(string(want), "#/$defs/", "#/components/schemas/") {
 		t.Errorf("Proxy differs from the configuration's:\n%s\n%s", got, want)
 	}
-	if _, ok := schemas["Server"]; ok {
+	if _, ok := schemas["ServerConfig"]; ok {
 		t.Error("schemas the API never shows are kept")
 	}
 	// Every reference resolves; nothing points outside the document, so
