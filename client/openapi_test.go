@@ -30,7 +30,7 @@ var types = []struct {
 	value  any
 	schema string // a components/schemas name, then a path of properties/items
 }{
-	{client.Proxy{}, "Proxy"},
+	{client.Proxy{}, "ProxyConfig"},
 	{client.ProxyRevision{}, "ProxyRevision"},
 	{client.TemplateFile{}, "TemplateList.templates[]"},
 	{client.Counter{}, "CounterList.counters[]"},

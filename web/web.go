@@ -21,7 +21,7 @@ var swaggerUI embed.FS
 // library it vendors (see dashboard/README.md). No build step: these are
 // the files the browser runs.
 //
-//go:embed dashboard/index.html dashboard/*.css dashboard/*.js dashboard/*.LICENSE.txt
+//go:embed dashboard/index.html dashboard/favicon.ico dashboard/*.css dashboard/*.js dashboard/*.LICENSE.txt
 var dashboard embed.FS
 
 // Dashboard is the admin listener's browser UI, its files at the root.

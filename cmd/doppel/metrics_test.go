@@ -56,6 +56,10 @@ func TestMetricsAndCompressionThroughTheBinary(t *testing.T) {
 	if res.StatusCode != 200 || res.Header.Get("Content-Encoding") != "br" {
 		t.Fatalf("/metrics: %d %v", res.StatusCode, res.Header)
 	}
+	// 1.1's type, exactly: scrapers written for it compare the whole value.
+	if ct := res.Header.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Fatalf("/metrics Content-Type %q", ct)
+	}
 	for _, want := range []string{
 		`doppel_build_info{version="`,
 		`doppel_dashboard_info{enabled="true"} 1`,

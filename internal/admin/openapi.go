@@ -127,7 +127,8 @@ var pathParams = map[string]func() map[string]any{
 		return map[string]any{"description": "The template file's name; checked after percent-decoding.", "schema": ref("TemplateName")}
 	},
 	"resource": func() map[string]any {
-		return map[string]any{"description": "A file of the dashboard.", "schema": map[string]any{"type": "string", "enum": dashboardAssets().names("index.html")}}
+		return map[string]any{"description": "A file of the dashboard, named `<name>-<10 hex digits of its SHA-256>.<ext>` as the page names it.",
+			"schema": map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_.-]+-[0-9a-f]{10}\.[a-z]+$`}}
 	},
 	"asset": func() map[string]any {
 		return map[string]any{"description": "A file of the page.", "schema": map[string]any{"type": "string", "enum": swaggerAssets().names("")}}
@@ -379,7 +380,7 @@ func responses(a api) map[string]any {
 			"description": strings.Join(means, "\n\n"),
 			"content": map[string]any{"application/json": map[string]any{
 				"schema": map[string]any{
-					"allOf": []any{ref("Error"), map[string]any{"properties": map[string]any{"code": map[string]any{"enum": enum}}}},
+					"allOf": []any{ref("ErrorBody"), map[string]any{"properties": map[string]any{"code": map[string]any{"enum": enum}}}},
 				},
 				// Browser UIs build an example from the first code of Error's
 				// enum, which is not this status's; give them the right one.
@@ -525,7 +526,7 @@ func answerSchemas() map[string]any {
 	str := map[string]any{"type": "string"}
 	count := map[string]any{"type": "integer", "minimum": 0}
 	return map[string]any{
-		"Error": object([]string{"status", "message", "code"}, map[string]any{
+		"ErrorBody": object([]string{"status", "message", "code"}, map[string]any{
 			"status":  map[string]any{"const": "error"},
 			"message": map[string]any{"type": "string", "description": "For people: what went wrong and what to do."},
 			"code":    map[string]any{"type": "string", "enum": enum, "description": "For programs: the closed set of codes."},
@@ -536,21 +537,21 @@ func answerSchemas() map[string]any {
 		},
 		"ProxyRevision": object([]string{"revision", "proxy"}, map[string]any{
 			"revision": ref("Revision"),
-			"proxy":    withDescription(ref("Proxy"), "The proxy in canonical form: every default explicit."),
+			"proxy":    withDescription(ref("ProxyConfig"), "The proxy in canonical form: every default explicit."),
 		}),
 		"ProxyList": object([]string{"proxies"}, map[string]any{
 			"proxies": map[string]any{"type": "array", "items": ref("ProxyRevision")},
 		}),
-		"ProxyCreate": object([]string{"proxy"}, map[string]any{"proxy": ref("Proxy")}),
+		"ProxyCreate": object([]string{"proxy"}, map[string]any{"proxy": ref("ProxyConfig")}),
 		"ProxyUpdate": map[string]any{
 			"description": "`{\"revision\", \"proxy\"}`, or the bare proxy document with the revision in `If-Match`. A different name renames the proxy.",
 			"oneOf": []any{
-				object([]string{"proxy"}, map[string]any{"revision": ref("Revision"), "proxy": ref("Proxy")}),
-				ref("Proxy"),
+				object([]string{"proxy"}, map[string]any{"revision": ref("Revision"), "proxy": ref("ProxyConfig")}),
+				ref("ProxyConfig"),
 			},
 		},
 		"RecordPreview": object([]string{"mocks", "exchanges"}, map[string]any{
-			"mocks":     map[string]any{"type": "array", "items": ref("Mock"), "description": "One per method and path, the latest answer winning; `[]` when nothing matched."},
+			"mocks":     map[string]any{"type": "array", "items": ref("MockConfig"), "description": "One per method and path, the latest answer winning; `[]` when nothing matched."},
 			"exchanges": withDescription(count, "How many exchanges they were made from."),
 			"message":   withDescription(str, "Why there are none, when there are none; else which mocks leave out headers `journal.headers` cut, when some do."),
 		}),

@@ -168,7 +168,7 @@ func TestDocumentContents(t *testing.T) {
 	}
 	schemas := components["schemas"].(map[string]any)
 	// The error envelope's codes are apierr's, all of them.
-	enum := schemas["Error"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any)
+	enum := schemas["ErrorBody"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any)
 	if len(enum) != len(apierr.Codes()) {
 		t.Errorf("the envelope lists %d codes, apierr %d", len(enum), len(apierr.Codes()))
 	}
@@ -179,12 +179,12 @@ func TestDocumentContents(t *testing.T) {
 	if err := json.Unmarshal(config.Schema(), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := json.Marshal(cfg.Defs["Proxy"])
-	got, _ := json.Marshal(schemas["Proxy"])
+	want, _ := json.Marshal(cfg.Defs["ProxyConfig"])
+	got, _ := json.Marshal(schemas["ProxyConfig"])
 	if string(got) != strings.ReplaceAll(string(want), "#/$defs/", "#/components/schemas/") {
 		t.Errorf("Proxy differs from the configuration's:\n%s\n%s", got, want)
 	}
-	if _, ok := schemas["Server"]; ok {
+	if _, ok := schemas["ServerConfig"]; ok {
 		t.Error("schemas the API never shows are kept")
 	}
 	// Every reference resolves; nothing points outside the document, so
@@ -259,7 +259,9 @@ var publishedOperationIDs = map[string]string{
 	"GET /swagger-ui/":                               "swaggerUI",
 	"GET /swagger-ui/{asset}":                        "swaggerAsset",
 	"GET /":                                          "dashboardPage",
-	"GET /static/{resource}":                         "dashboardAsset",
+	"GET /static/assets/{resource}":                  "dashboardAsset",
+	"GET /favicon.ico":                               "favicon",
+	"GET /static/favicon.ico":                        "staticFavicon",
 	"GET /robots.txt":                                "robots",
 }
 

@@ -26,6 +26,7 @@ var assetTypes = map[string]string{
 	".css":  "text/css; charset=utf-8",
 	".js":   "text/javascript; charset=utf-8",
 	".png":  "image/png",
+	".ico":  "image/x-icon",
 	".txt":  "text/plain; charset=utf-8",
 	"":      "text/plain; charset=utf-8", // LICENSE, NOTICE
 }

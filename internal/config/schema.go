@@ -49,12 +49,50 @@ type schemaGen struct {
 	defs map[string]any
 }
 
+// defNames are 1.1's names for the $defs whose Go type is named otherwise,
+// so that a reference written against 1.1's schema
+// (`#/$defs/ProxyConfig`) finds its definition here. Types 1.1 does not
+// have keep their Go name.
+var defNames = map[string]string{
+	"Access":       "AccessConfig",
+	"Admin":        "AdminConfig",
+	"Auth":         "AuthConfig",
+	"Control":      "ControlConfig",
+	"ExternalURL":  "ExternalUrl",
+	"Latency":      "LatencyConfig",
+	"Logging":      "LoggingConfig",
+	"Loss":         "LossConfig",
+	"Method":       "HttpMethod",
+	"Mock":         "MockConfig",
+	"MockOverride": "MockProxyOverride",
+	"Proxy":        "ProxyConfig",
+	"ProxyAccess":  "ProxyAccessConfig",
+	"Resolve":      "ResolveConfig",
+	"Sentry":       "SentryConfig",
+	"Server":       "ServerConfig",
+	"Status":       "HttpStatus",
+	"Templates":    "TemplatesConfig",
+	"Timeout":      "TimeoutSeconds",
+	"Title":        "AdminTitle",
+	"TokenEntry":   "TokenConfig",
+	"Upload":       "UploadConfig",
+	"UpstreamURL":  "UpstreamUrl",
+}
+
+// defName is the $defs name of a type: 1.1's where it has one.
+func defName(t reflect.Type) string {
+	if n, ok := defNames[t.Name()]; ok {
+		return n
+	}
+	return t.Name()
+}
+
 func (g *schemaGen) typeSchema(t reflect.Type) map[string]any {
 	if t.Kind() == reflect.Pointer {
 		return g.typeSchema(t.Elem())
 	}
 	if t.Implements(describerType) {
-		name := t.Name()
+		name := defName(t)
 		if _, done := g.defs[name]; !done {
 			g.defs[name] = reflect.Zero(t).Interface().(schemaDescriber).jsonSchema()
 		}
@@ -62,7 +100,7 @@ func (g *schemaGen) typeSchema(t reflect.Type) map[string]any {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		name := t.Name()
+		name := defName(t)
 		if _, done := g.defs[name]; !done {
 			g.defs[name] = nil // reserve: a struct may refer to itself
 			g.defs[name] = g.structSchema(t)

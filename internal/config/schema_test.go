@@ -62,7 +62,7 @@ func TestSchemaDescribesEveryField(t *testing.T) {
 		if rt.Kind() != reflect.Struct || rt.Implements(describerType) {
 			return
 		}
-		def, ok := defs[rt.Name()].(map[string]any)
+		def, ok := defs[defName(rt)].(map[string]any)
 		if rt == reflect.TypeFor[Document]() {
 			def, ok = s, true
 		}
@@ -84,7 +84,7 @@ func TestSchemaDescribesEveryField(t *testing.T) {
 func TestSchemaBounds(t *testing.T) {
 	defs := decodeSchema(t)["$defs"].(map[string]any)
 	bounds := map[string][2]float64{
-		"Ratio": {0, 1}, "Seconds": {0, 300}, "Port": {1, 65535}, "Status": {100, 599}, "Timeout": {1, 3600},
+		"Ratio": {0, 1}, "Seconds": {0, 300}, "Port": {1, 65535}, "HttpStatus": {100, 599}, "TimeoutSeconds": {1, 3600},
 	}
 	for name, b := range bounds {
 		d := defs[name].(map[string]any)
@@ -101,7 +101,7 @@ func TestSchemaBounds(t *testing.T) {
 			t.Errorf("%s pattern = %v, want %s", name, got, p)
 		}
 	}
-	methods := defs["Method"].(map[string]any)["enum"].([]any)
+	methods := defs["HttpMethod"].(map[string]any)["enum"].([]any)
 	if len(methods) != len(Methods) || methods[0] != "GET" {
 		t.Errorf("Method enum = %v", methods)
 	}

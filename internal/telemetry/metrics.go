@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"net/http"
 	"slices"
 	"strconv"
@@ -9,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
 // Buckets are explicit, so that quantiles can be aggregated across
@@ -156,9 +157,35 @@ func (m *Metrics) ObserveConnection(proxy, fault string, fired []string, up, dow
 	}
 }
 
-// Handler serves the exposition format.
+// ContentType is what /metrics answers: the text exposition format,
+// exactly as 1.1 names it (client_golang's own handler adds an
+// `escaping` parameter that scrapers written for 1.1 match against).
+const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Handler serves the text exposition format; a registry that cannot be
+// gathered is a 500, as client_golang's handler answers it.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		families, err := m.reg.Gather()
+		if err != nil {
+			http.Error(w, "metrics could not be gathered", http.StatusInternalServerError)
+			return
+		}
+		var b bytes.Buffer
+		for _, f := range families {
+			if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+				http.Error(w, "metrics could not be encoded", http.StatusInternalServerError)
+				return
+			}
+		}
+		h := w.Header()
+		h.Set("Content-Type", ContentType)
+		h.Set("Content-Length", strconv.Itoa(b.Len()))
+		if r.Method == http.MethodHead {
+			return
+		}
+		_, _ = w.Write(b.Bytes())
+	})
 }
 
 func flag(b bool) string {

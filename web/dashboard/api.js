@@ -1,8 +1,19 @@
 // The admin API client: where the API is, the token, the error envelope.
 
 // The page may sit under a reverse proxy's prefix: everything is found
-// relative to this file, which is served from <root>/static/.
-export const root = new URL('../', import.meta.url);
+// relative to this file, which is served from <root>/static/assets/.
+export const root = new URL('../../', import.meta.url);
+
+// pageConfig is what the server wrote into the page: the title, the token
+// header, whether the API is public, the version.
+export const pageConfig = (() => {
+  const holder = document.getElementById('doppel-config');
+  try {
+    return JSON.parse((holder && holder.textContent) || '{}');
+  } catch {
+    return {};
+  }
+})();
 
 const tokenKey = 'doppel.token';
 const tokenLifetime = 60 * 60 * 1000; // one hour
@@ -17,8 +28,7 @@ export class ApiError extends Error {
 }
 
 function authHeader() {
-  const meta = document.querySelector('meta[name="doppel-auth-header"]');
-  return (meta && meta.content) || 'X-Proxy-Authorization';
+  return pageConfig.authHeader || 'X-Proxy-Authorization';
 }
 
 // token is the one kept in this browser, or '' when none is or it expired.

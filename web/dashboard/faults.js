@@ -435,7 +435,7 @@ export function faultCard(forms, kind, node, value, path, ctx = {}) {
   return { el: card, get, check, mark, summary };
 }
 
-// mockFaults draws a mock's proxy block (MockOverride) as fault cards,
+// mockFaults draws a mock's proxy block (MockProxyOverride) as fault cards,
 // folded under the mock's name until one is on; what else the block
 // holds (replace) follows as the generic form draws it. A SchemaForm
 // custom builder.

@@ -39,7 +39,7 @@ export class SchemaForm {
   // custom maps a definition's name to a builder that draws it instead
   // of the generic one: (form, node, value, label, required, path) →
   // {el, get, check, mark}, the contract of build. The proxy page draws
-  // a mock's fault block (MockOverride) as fault cards this way.
+  // a mock's fault block (MockProxyOverride) as fault cards this way.
   constructor(schema, custom = {}) {
     this.defs = schema.$defs || {};
     this.custom = custom;

@@ -67,7 +67,7 @@ function withoutCredentials(url) {
 // over the whole document; get() puts the keys in the order the generic
 // form did, so the YAML reads the same.
 function proxyForm(forms, doc, opts) {
-  const s = forms.resolve({ $ref: '#/$defs/Proxy' });
+  const s = forms.resolve({ $ref: '#/$defs/ProxyConfig' });
   const props = s.properties;
   const required = s.required || [];
   const order = forms.order(s);
@@ -150,7 +150,7 @@ export async function proxyPage(app, name, signal) {
   let revision = creating ? '' : loaded.data.revision;
   let doc = creating ? structuredClone(blank) : loaded.data.proxy;
   let inForce = doc; // the document as stored: what the counters count for
-  const forms = new SchemaForm(schema, { MockOverride: mockFaults });
+  const forms = new SchemaForm(schema, { MockProxyOverride: mockFaults });
   let field = null;
   let yamlMode = false;
   let advancedOpen = false; // kept while the form is drawn again
@@ -337,7 +337,7 @@ export async function proxyPage(app, name, signal) {
       }
       // The form has a field for what the schema names, and would drop
       // anything else without a word: refuse, and say what.
-      const unknown = forms.unknown({ $ref: '#/$defs/Proxy' }, parsed);
+      const unknown = forms.unknown({ $ref: '#/$defs/ProxyConfig' }, parsed);
       if (unknown.length) {
         showBanner('error', 'The form has no field for ' + (unknown.length === 1 ? 'this' : 'these') + '; remove ' + (unknown.length === 1 ? 'it' : 'them') + ' from the YAML to switch, or save as YAML:', unknown);
         return;

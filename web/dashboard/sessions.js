@@ -1,7 +1,7 @@
 // The sessions page: the live sessions (GET /api/v1/sessions), soonest to
 // expire first, each with a countdown; what one lays over each proxy
 // (GET /api/v1/sessions/<id>); End (DELETE /api/v1/sessions/<id>).
-import { call, refusal, root } from './api.js';
+import { call, pageConfig, refusal, root } from './api.js';
 import { el } from './form.js';
 import { dump as toYAML } from './js-yaml.js';
 import { timeEl } from './time.js';
@@ -39,8 +39,7 @@ function seconds(n) {
 }
 
 function authHeader() {
-  const meta = document.querySelector('meta[name="doppel-auth-header"]');
-  return (meta && meta.content) || 'X-Proxy-Authorization';
+  return pageConfig.authHeader || 'X-Proxy-Authorization';
 }
 
 // createLine is a curl that creates a session over a proxy of this Doppel.
