@@ -33,12 +33,13 @@ const (
 	leafKeyFile  = "key.pem"
 )
 
-// Lifetimes: the CA is kept for years, since clients were told to trust
-// it; the certificate is made again when it ends within soon, or when the
-// listener's names change.
+// Lifetimes (SPEC §18.4): the CA lasts a year, since clients were told to
+// trust it and a key that leaks should not outlive that; the certificate
+// 90 days, made again when it ends within soon, or when the listener's
+// names change.
 const (
-	caLife   = 10 * 365 * 24 * time.Hour
-	leafLife = 365 * 24 * time.Hour
+	caLife   = 365 * 24 * time.Hour
+	leafLife = 90 * 24 * time.Hour
 	// backdate covers a client whose clock is a little behind.
 	backdate = time.Hour
 )
@@ -76,11 +77,16 @@ func Auto(o AutoOptions) (*Source, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("%s: the state directory cannot be made: %v", dir, unwrapPath(err))
 	}
-	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o077 != 0 {
-		o.Log.Warn("the TLS state directory is open to other users; the keys in it are mode 0600, and Doppel makes the directory 0700",
-			"state_dir", dir, "mode", fmt.Sprintf("%04o", st.Mode().Perm()))
+	// What others could read is closed before anything is read or made.
+	for _, f := range []struct {
+		path string
+		mode os.FileMode
+	}{{dir, 0o700}, {filepath.Join(dir, caKeyFile), 0o600}, {filepath.Join(dir, leafKeyFile), 0o600}} {
+		if err := private(f.path, f.mode, o.Log); err != nil {
+			return nil, err
+		}
 	}
-	ca, err := keptCA(dir, now, o.Log)
+	ca, err := keptCA(dir, o.CAFile, o.Names, now, o.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +107,34 @@ func Auto(o AutoOptions) (*Source, error) {
 	return Fixed(leaf), nil
 }
 
-// keptCA is the CA in dir when it can be used, else a new one.
-func keptCA(dir string, now time.Time, log *slog.Logger) (*tls.Certificate, error) {
+// private makes path (when it exists) no wider than mode, and says so
+// when it was: a key or a state directory open to other users is closed,
+// or the start is refused.
+func private(path string, mode os.FileMode, log *slog.Logger) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, unwrapPath(err))
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s: is a symbolic link; the TLS state directory and its keys must be Doppel's own files", path)
+	}
+	was := st.Mode().Perm()
+	if was&^mode == 0 {
+		return nil
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		return fmt.Errorf("%s: is mode %04o, open to other users, and cannot be made %04o: %v", path, was, mode, unwrapPath(err))
+	}
+	log.Warn(fmt.Sprintf("the TLS state was open to other users: %s was mode %04o and is now %04o", path, was, mode), "path", path)
+	return nil
+}
+
+// keptCA is the CA in dir when it can be used for names, else a new one,
+// name-constrained to them.
+func keptCA(dir, caFile string, names []string, now time.Time, log *slog.Logger) (*tls.Certificate, error) {
 	certPath, keyPath := filepath.Join(dir, caCertFile), filepath.Join(dir, caKeyFile)
 	_, certErr := os.Stat(certPath)
 	_, keyErr := os.Stat(keyPath)
@@ -114,11 +146,17 @@ func keptCA(dir string, now time.Time, log *slog.Logger) (*tls.Certificate, erro
 			err = fmt.Errorf("%s: is not a CA certificate", certPath)
 		case ca.Leaf.NotAfter.Sub(now) < soon:
 			err = fmt.Errorf("%s: the CA expires on %s", certPath, ca.Leaf.NotAfter.UTC().Format(timeFormat))
+		case !ca.Leaf.PermittedDNSDomainsCritical:
+			err = fmt.Errorf("%s: the CA has no name constraints (made by an earlier Doppel), so it could vouch for any site", certPath)
+		default:
+			if n := uncovered(ca.Leaf, names); n != "" {
+				err = fmt.Errorf("%s: the CA's name constraints do not cover %s", certPath, n)
+			}
 		}
 		if err == nil {
 			return ca, nil
 		}
-		log.Warn("the kept CA cannot be used, so a new one is made: clients must trust the new ca_file; "+err.Error(), "state_dir", dir)
+		log.Warn("the kept CA cannot be used, so a new one is made: clients must trust the new ca_file "+caFile+"; "+err.Error(), "state_dir", dir, "ca_file", caFile)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -140,6 +178,7 @@ func keptCA(dir string, now time.Time, log *slog.Logger) (*tls.Certificate, erro
 		MaxPathLenZero:        true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 	}
+	constrain(tpl, names)
 	ca, err := sign(tpl, tpl, key, key)
 	if err != nil {
 		return nil, err
@@ -147,9 +186,61 @@ func keptCA(dir string, now time.Time, log *slog.Logger) (*tls.Certificate, erro
 	if err := keep(certPath, keyPath, ca); err != nil {
 		return nil, err
 	}
-	log.Info("made a CA for the proxy listener's certificate", "subject", ca.Leaf.Subject.CommonName,
-		"not_after", ca.Leaf.NotAfter.UTC().Format(time.RFC3339), "state_dir", dir)
+	log.Info("made a CA for the proxy listener's certificate, name-constrained to "+strings.Join(names, ","), "subject", ca.Leaf.Subject.CommonName,
+		"not_after", ca.Leaf.NotAfter.UTC().Format(time.RFC3339), "state_dir", dir, "ca_file", caFile)
 	return ca, nil
+}
+
+// loopback are the addresses a CA made for names always permits: a
+// listener on loopback is reached by any of them.
+var loopback = []*net.IPNet{
+	{IP: net.IPv4(127, 0, 0, 0).To4(), Mask: net.CIDRMask(8, 32)},
+	{IP: net.IPv6loopback, Mask: net.CIDRMask(128, 128)},
+}
+
+// constrain limits the CA tpl to names (SPEC §18.4): it may vouch for
+// those DNS names (and names under them), localhost, loopback addresses
+// and the addresses among names, and for nothing else, critically, so a
+// client that trusts it trusts it for Doppel's listener only.
+func constrain(tpl *x509.Certificate, names []string) {
+	tpl.PermittedDNSDomainsCritical = true
+	tpl.PermittedDNSDomains = []string{"localhost"}
+	tpl.PermittedIPRanges = slices.Clone(loopback)
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			if uncoveredIP(tpl.PermittedIPRanges, ip) {
+				bits := 8 * len(ip.To16())
+				if v4 := ip.To4(); v4 != nil {
+					ip, bits = v4, 32
+				}
+				tpl.PermittedIPRanges = append(tpl.PermittedIPRanges, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			}
+		} else if !slices.Contains(tpl.PermittedDNSDomains, n) {
+			tpl.PermittedDNSDomains = append(tpl.PermittedDNSDomains, n)
+		}
+	}
+}
+
+// uncovered is the first of names the CA's constraints do not permit, or "".
+func uncovered(ca *x509.Certificate, names []string) string {
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			if uncoveredIP(ca.PermittedIPRanges, ip) {
+				return n
+			}
+			continue
+		}
+		if !slices.ContainsFunc(ca.PermittedDNSDomains, func(d string) bool {
+			return strings.EqualFold(n, d) || strings.HasSuffix(strings.ToLower(n), "."+strings.ToLower(d))
+		}) {
+			return n
+		}
+	}
+	return ""
+}
+
+func uncoveredIP(ranges []*net.IPNet, ip net.IP) bool {
+	return !slices.ContainsFunc(ranges, func(r *net.IPNet) bool { return r.Contains(ip) })
 }
 
 // keptLeaf is the certificate in dir when it can be used; else nil and
