@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/store/pgtest"
 )
 
 // templateTree lists every path under dir, relative to it; a missing dir
@@ -133,5 +135,77 @@ func TestTemplateDirectoryFollowsTheDocument(t *testing.T) {
 	}
 	if got := templateTree(t, filepath.Join(root, "ghost")); len(got) != 0 {
 		t.Fatalf("the new proxy's directory holds %q", got)
+	}
+}
+
+// TestTemplateDirectoryIsWhatTheDatabaseHolds: with the PostgreSQL store,
+// the start and every reload make templates.dir exactly what the database
+// holds, and a write that drops templates removes every file of that
+// proxy's directory that no row backs (SPEC §19.3).
+func TestTemplateDirectoryIsWhatTheDatabaseHolds(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	dir := t.TempDir()
+	root := filepath.Join(dir, "templates")
+	const upstreamURL = "http://127.0.0.1:9"
+	cfg := serveConfig(t, dir, 0, 0, `proxies:
+  - name: shop
+    type: http
+    url: `+upstreamURL+`
+    mocks:
+      - {name: page, request: {method: GET, url: "^/page.j2$"}, response: {status: 200, template: page.j2}}
+      - {name: old, request: {method: GET, url: "^/old.j2$"}, response: {status: 200, template: old.j2}}
+`)
+	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	// What an earlier process or a user left: no row backs any of it.
+	placeFile(t, filepath.Join(root, "ghost"), "stale.j2", "stale")
+	placeFile(t, filepath.Join(root, "shop"), "page.j2", "not in the database")
+	placeFile(t, filepath.Join(root, "shop"), ".DS_Store", "finder")
+
+	p := startProc(t, invocation{
+		args: []string{"serve", "--store", "postgres", "--database-url", url, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--socket", filepath.Join(t.TempDir(), "s.sock")},
+		env:  map[string]string{"DOPPEL_ADMIN_TOKENS": `{"ci": {"token": "` + envToken + `", "group": "admin"}}`},
+	})
+	proxy := "http://" + p.waitServing()
+	admin := "http://" + lineField(p.waitLine("the admin listener", 10*time.Second, func(l string) bool {
+		return lineMsg(l) == "the admin API is listening"
+	}), "admin_addr")
+	if got := templateTree(t, root); len(got) != 0 {
+		t.Fatalf("after the start templates.dir holds %q; the database holds no file", got)
+	}
+	if r := mustGet(t, newClient(), proxy+"/page.j2", nil); r.status != 500 || !strings.Contains(string(r.body), "TEMPLATE_NOT_FOUND") {
+		t.Fatalf("a file no row backs was served: %d %s", r.status, r.body)
+	}
+
+	for _, f := range []string{"page.j2", "old.j2"} {
+		if r := call(t, "PUT", admin+"/api/v1/proxies/shop/templates/"+f, f+" body", bearer(envToken)...); r.status != 204 {
+			t.Fatalf("upload %s: %d %s", f, r.status, r.body)
+		}
+	}
+	placeFile(t, filepath.Join(root, "shop"), ".DS_Store", "finder")
+	putProxy(t, admin, "shop", upstreamURL, templateMock("page.j2"))
+	if got := templateTree(t, root); !slices.Equal(got, []string{"shop", filepath.Join("shop", "page.j2")}) {
+		t.Fatalf("after the write templates.dir holds %q, want only shop/page.j2", got)
+	}
+	if list := call(t, "GET", admin+"/api/v1/proxies/shop/templates", "", bearer(envToken)...); strings.Contains(string(list.body), "old.j2") {
+		t.Fatalf("old.j2's row outlived its mock: %s", list.body)
+	}
+
+	placeFile(t, filepath.Join(root, "ghost"), "stale.j2", "stale")
+	placeFile(t, filepath.Join(root, "shop"), ".DS_Store", "finder")
+	placeFile(t, root, "loose.txt", "x")
+	if r := call(t, "POST", admin+"/api/v1/config/reload", "", bearer(envToken)...); r.status != 200 {
+		t.Fatalf("reload: %d %s", r.status, r.body)
+	}
+	if got := templateTree(t, root); !slices.Equal(got, []string{"shop", filepath.Join("shop", "page.j2")}) {
+		t.Fatalf("after the reload templates.dir holds %q, want only shop/page.j2", got)
+	}
+	if r := mustGet(t, newClient(), proxy+"/page.j2", nil); r.status != 200 || string(r.body) != "page.j2 body" {
+		t.Fatalf("GET /page.j2: %d %s", r.status, r.body)
 	}
 }
