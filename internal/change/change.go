@@ -201,9 +201,9 @@ type Move struct{ From, To string }
 // and retried when an unrelated writer got there first.
 //
 // Template files follow, under the same lock: a renamed proxy's (moves)
-// go with it, a deleted proxy's are removed, and a changed proxy loses
-// the files none of its mocks names any more. A failure there is logged:
-// the configuration is already in force.
+// go with it, a deleted proxy's are removed, a created proxy's directory
+// is cleared, and every proxy loses the files none of its mocks names. A
+// failure there is logged: the configuration is already in force.
 func (c *Controller) Write(ctx context.Context, edit func(doc *config.Document) error, moves ...Move) (*runtime.Runtime, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -254,13 +254,15 @@ func proxiesOf(doc *config.Document) map[string]config.Revision {
 	return out
 }
 
-// followTemplates moves, removes and prunes template files after a write;
-// the compiled proxies carry their revisions, so nothing is fingerprinted
-// again.
+// followTemplates moves, removes and prunes template files after a write,
+// so that the template directory is what the document says: a renamed
+// proxy's files (moves) go with it, a deleted proxy's are removed, a proxy
+// the write created starts with none (whatever was left under its name),
+// and every other proxy keeps only the files its mocks name.
 func (c *Controller) followTemplates(ctx context.Context, before map[string]config.Revision, rt *runtime.Runtime, moves []Move) {
-	moved := map[string]bool{}
+	moved, arrived := map[string]bool{}, map[string]bool{}
 	for _, m := range moves {
-		moved[m.From] = true
+		moved[m.From], arrived[m.To] = true, true
 		if err := c.store.MoveTemplates(ctx, m.From, m.To); err != nil {
 			c.log.Error("moving template files after a rename failed", "from", m.From, "to", m.To, "error", err.Error())
 		}
@@ -274,25 +276,20 @@ func (c *Controller) followTemplates(ctx context.Context, before map[string]conf
 		}
 	}
 	for _, p := range rt.Proxies {
-		if p.Revision != before[p.Name] {
-			c.prune(ctx, p.Config)
+		if _, existed := before[p.Name]; !existed && !arrived[p.Name] {
+			if err := c.store.DeleteTemplates(ctx, p.Name); err != nil {
+				c.log.Error("clearing a new proxy's template directory failed", "proxy", p.Name, "error", err.Error())
+			}
+			continue
 		}
+		c.prune(ctx, p.Config)
 	}
 }
 
-// prune removes the proxy's template files no mock names any more.
+// prune removes the proxy's template files no mock names.
 func (c *Controller) prune(ctx context.Context, p *config.Proxy) {
-	files, err := c.store.Templates(ctx, string(p.Name))
-	if err != nil {
-		c.log.Error("listing template files to remove unused ones failed", "proxy", string(p.Name), "error", err.Error())
-		return
-	}
-	for _, f := range files {
-		if !p.Declares(f.Name) {
-			if err := c.store.DeleteTemplate(ctx, string(p.Name), f.Name); err != nil {
-				c.log.Error("removing an unused template file failed", "proxy", string(p.Name), "file", f.Name, "error", err.Error())
-			}
-		}
+	if err := c.store.KeepTemplates(ctx, string(p.Name), p.Declares); err != nil {
+		c.log.Error("removing unused template files failed", "proxy", string(p.Name), "error", err.Error())
 	}
 }
 

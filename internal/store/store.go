@@ -36,6 +36,10 @@ type Store interface {
 	MoveTemplates(ctx context.Context, from, to string) error
 	// DeleteTemplates removes every template file of a proxy.
 	DeleteTemplates(ctx context.Context, proxy string) error
+	// KeepTemplates removes every template file of a proxy whose name keep
+	// refuses, whatever the name (a dot file, one that is not UTF-8), and
+	// the proxy's directory once nothing is left in it.
+	KeepTemplates(ctx context.Context, proxy string, keep func(name string) bool) error
 
 	// Close releases what the store holds.
 	Close() error

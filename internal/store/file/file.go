@@ -85,6 +85,9 @@ func Open(path, templates string) (*Store, error) {
 // Path is the document's path.
 func (s *Store) Path() string { return s.path }
 
+// TemplatesDir is the directory template files live under.
+func (s *Store) TemplatesDir() string { return s.templates }
+
 func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
 
 // lock takes the advisory lock that serialises writers, making the lock
@@ -295,6 +298,15 @@ func (s *Store) DeleteTemplates(ctx context.Context, proxy string) error {
 		return err
 	}
 	return os.RemoveAll(filepath.Join(s.templates, proxy))
+}
+
+// KeepTemplates removes every file of a proxy's template directory whose
+// name keep refuses, and the directory once it is empty.
+func (s *Store) KeepTemplates(ctx context.Context, proxy string, keep func(name string) bool) error {
+	if _, err := config.ParseName(proxy); err != nil {
+		return err
+	}
+	return store.KeepTemplateDir(filepath.Join(s.templates, proxy), keep)
 }
 
 // Close releases nothing: the lock is only held while writing.

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +106,9 @@ func (s *Store) Load(ctx context.Context) (*store.Snapshot, error) {
 
 // SetTemplates sets templates.dir once the document that names it is read.
 func (s *Store) SetTemplates(dir string) { s.templates = dir }
+
+// TemplatesDir is the directory the template files are written out under.
+func (s *Store) TemplatesDir() string { return s.templates }
 
 // Source is the stored document's text, before any check: what
 // `config validate` and `config pull` read.
@@ -364,15 +368,51 @@ func (s *Store) DeleteTemplates(ctx context.Context, proxy string) error {
 	return nil
 }
 
-// Materialize writes every stored template file into templates.dir (the
+// KeepTemplates removes the proxy's rows whose file keep refuses, then
+// every file of its directory that no remaining row backs (a dot file
+// included), and the directory once it is empty.
+func (s *Store) KeepTemplates(ctx context.Context, proxy string, keep func(name string) bool) error {
+	if _, err := config.ParseName(proxy); err != nil {
+		return err
+	}
+	list, err := s.Templates(ctx, proxy)
+	if err != nil {
+		return err
+	}
+	var drop []string
+	backed := map[string]bool{}
+	for _, f := range list {
+		if keep(f.Name) {
+			backed[f.Name] = true
+		} else {
+			drop = append(drop, f.Name)
+		}
+	}
+	if len(drop) > 0 {
+		if _, err := s.pool.Exec(ctx, `DELETE FROM templates WHERE config = $1 AND proxy = $2 AND file = ANY($3)`, s.name, proxy, drop); err != nil {
+			return err
+		}
+	}
+	if s.templates == "" {
+		return nil
+	}
+	return store.KeepTemplateDir(filepath.Join(s.templates, proxy), func(name string) bool { return backed[name] })
+}
+
+// Materialize makes templates.dir exactly what the database holds (the
 // database is the truth; the directory is its cache), on startup and on
-// every reload.
+// every reload: every stored file is written, and every file or directory
+// no row backs is removed.
 func (s *Store) Materialize(ctx context.Context) error {
+	if s.templates == "" {
+		return nil
+	}
 	rows, err := s.pool.Query(ctx, `SELECT proxy, file, content FROM templates WHERE config = $1`, s.name)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	backed := map[string]map[string]bool{}
 	for rows.Next() {
 		var proxy, file string
 		var content []byte
@@ -385,6 +425,30 @@ func (s *Store) Materialize(ctx context.Context) error {
 		if err := s.writeFile(proxy, file, content); err != nil {
 			return err
 		}
+		if backed[proxy] == nil {
+			backed[proxy] = map[string]bool{}
+		}
+		backed[proxy][file] = true
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(s.templates)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		path := filepath.Join(s.templates, e.Name())
+		files, ok := backed[e.Name()]
+		if !ok || !e.IsDir() {
+			errs = append(errs, os.RemoveAll(path))
+			continue
+		}
+		errs = append(errs, store.KeepTemplateDir(path, func(name string) bool { return files[name] }))
+	}
+	return errors.Join(errs...)
 }

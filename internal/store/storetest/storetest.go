@@ -6,6 +6,9 @@ package storetest
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -14,7 +17,53 @@ import (
 )
 
 // Open returns a fresh store whose configuration is the document src.
+// Its template files are under TemplatesDir().
 type Open func(t *testing.T, src []byte) store.Store
+
+// templatesDir is the directory a store keeps its template files under.
+func templatesDir(t *testing.T, s store.Store) string {
+	t.Helper()
+	d, ok := s.(interface{ TemplatesDir() string })
+	if !ok || d.TemplatesDir() == "" {
+		t.Fatalf("%T keeps no template directory", s)
+	}
+	return d.TemplatesDir()
+}
+
+// litter puts in dir what no store wrote: a dot file, a name that is not
+// UTF-8, a directory.
+func litter(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{".DS_Store", "\xff\xfe.j2", filepath.Join("sub", "x")} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tree lists every path under dir, relative to it; a missing dir is none.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != dir {
+			rel, _ := filepath.Rel(dir, path)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Initial is the document every case starts from.
 const Initial = `server: {host: 127.0.0.1, port: 8080}
@@ -183,6 +232,65 @@ func Run(t *testing.T, open Open) {
 		}
 		if list, _ := s.Templates(ctx, "omega"); len(list) != 0 {
 			t.Fatalf("files stayed after deleting all: %v", list)
+		}
+	})
+
+	t.Run("keeping template files removes what no name keeps, whatever it is", func(t *testing.T) {
+		s := open(t, []byte(Initial))
+		dir := filepath.Join(templatesDir(t, s), "zeta")
+		for _, name := range []string{"answer.json.j2", "old.j2"} {
+			if err := s.WriteTemplate(ctx, "zeta", name, []byte(name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		litter(t, dir)
+		if err := s.KeepTemplates(ctx, "zeta", func(name string) bool { return name == "answer.json.j2" }); err != nil {
+			t.Fatal(err)
+		}
+		if got := tree(t, dir); !slices.Equal(got, []string{"answer.json.j2"}) {
+			t.Fatalf("the directory holds %q, want only answer.json.j2", got)
+		}
+		if list, _ := s.Templates(ctx, "zeta"); len(list) != 1 || list[0].Name != "answer.json.j2" {
+			t.Fatalf("list %v", list)
+		}
+		litter(t, dir)
+		if err := s.KeepTemplates(ctx, "zeta", func(string) bool { return false }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the directory of a proxy left with no file stayed: %v %q", err, tree(t, dir))
+		}
+		if list, _ := s.Templates(ctx, "zeta"); len(list) != 0 {
+			t.Fatalf("list %v", list)
+		}
+		if err := s.KeepTemplates(ctx, "alpha", func(string) bool { return true }); err != nil {
+			t.Fatalf("a proxy with no directory: %v", err)
+		}
+	})
+
+	t.Run("materializing makes the directory what the store holds", func(t *testing.T) {
+		s := open(t, []byte(Initial))
+		m, ok := s.(store.Materializer)
+		if !ok {
+			t.Skipf("%T keeps its template files in the directory itself", s)
+		}
+		root := templatesDir(t, s)
+		if err := s.WriteTemplate(ctx, "zeta", "answer.json.j2", []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		litter(t, filepath.Join(root, "zeta"))
+		litter(t, filepath.Join(root, "ghost"))
+		if err := os.WriteFile(filepath.Join(root, "loose.txt"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filepath.Join(root, "zeta", "answer.json.j2")); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Materialize(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := tree(t, root); !slices.Equal(got, []string{"zeta", filepath.Join("zeta", "answer.json.j2")}) {
+			t.Fatalf("the directory holds %q, want only zeta/answer.json.j2", got)
 		}
 	})
 }
