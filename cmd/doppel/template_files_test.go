@@ -12,29 +12,8 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/store/pgtest"
+	"github.com/doppelproxy/doppel/internal/store/storetest"
 )
-
-// templateTree lists every path under dir, relative to it; a missing dir
-// is none.
-func templateTree(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if path != dir {
-			rel, _ := filepath.Rel(dir, path)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // placeFile writes dir/name, making dir: what a user or a finder leaves.
 func placeFile(t *testing.T, dir, name, content string) {
@@ -107,7 +86,7 @@ func TestTemplateDirectoryFollowsTheDocument(t *testing.T) {
 
 	// The update drops old.j2's mock: shop keeps page.j2 alone.
 	putProxy(t, admin, "shop", url, templateMock("page.j2"))
-	if got := templateTree(t, filepath.Join(root, "shop")); !slices.Equal(got, []string{"page.j2"}) {
+	if got := storetest.Tree(t, filepath.Join(root, "shop")); !slices.Equal(got, []string{"page.j2"}) {
 		t.Fatalf("after the update shop's directory holds %q, want only page.j2", got)
 	}
 	if r := mustGet(t, newClient(), proxy+"/page.j2", nil); r.status != 200 || string(r.body) != "page.j2 body" {
@@ -122,7 +101,7 @@ func TestTemplateDirectoryFollowsTheDocument(t *testing.T) {
 	placeFile(t, filepath.Join(root, "shop"), ".DS_Store", "finder")
 	putProxy(t, admin, "shop", url)
 	if _, err := os.Stat(filepath.Join(root, "shop")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("shop names no file, and its directory stayed: %v %q", err, templateTree(t, filepath.Join(root, "shop")))
+		t.Fatalf("shop names no file, and its directory stayed: %v %q", err, storetest.Tree(t, filepath.Join(root, "shop")))
 	}
 
 	// A proxy created under ghost's name does not inherit stale.j2.
@@ -133,7 +112,7 @@ func TestTemplateDirectoryFollowsTheDocument(t *testing.T) {
 	if r := mustGet(t, newClient(), proxy+"/stale.j2", map[string]string{"X-Ghost": "ghost"}); r.status != 500 || !strings.Contains(string(r.body), "TEMPLATE_NOT_FOUND") {
 		t.Fatalf("the new proxy served a file left under its name: %d %s", r.status, r.body)
 	}
-	if got := templateTree(t, filepath.Join(root, "ghost")); len(got) != 0 {
+	if got := storetest.Tree(t, filepath.Join(root, "ghost")); len(got) != 0 {
 		t.Fatalf("the new proxy's directory holds %q", got)
 	}
 }
@@ -175,7 +154,7 @@ func TestTemplateDirectoryIsWhatTheDatabaseHolds(t *testing.T) {
 	admin := "http://" + lineField(p.waitLine("the admin listener", 10*time.Second, func(l string) bool {
 		return lineMsg(l) == "the admin API is listening"
 	}), "admin_addr")
-	if got := templateTree(t, root); len(got) != 0 {
+	if got := storetest.Tree(t, root); len(got) != 0 {
 		t.Fatalf("after the start templates.dir holds %q; the database holds no file", got)
 	}
 	if r := mustGet(t, newClient(), proxy+"/page.j2", nil); r.status != 500 || !strings.Contains(string(r.body), "TEMPLATE_NOT_FOUND") {
@@ -189,7 +168,7 @@ func TestTemplateDirectoryIsWhatTheDatabaseHolds(t *testing.T) {
 	}
 	placeFile(t, filepath.Join(root, "shop"), ".DS_Store", "finder")
 	putProxy(t, admin, "shop", upstreamURL, templateMock("page.j2"))
-	if got := templateTree(t, root); !slices.Equal(got, []string{"shop", filepath.Join("shop", "page.j2")}) {
+	if got := storetest.Tree(t, root); !slices.Equal(got, []string{"shop", filepath.Join("shop", "page.j2")}) {
 		t.Fatalf("after the write templates.dir holds %q, want only shop/page.j2", got)
 	}
 	if list := call(t, "GET", admin+"/api/v1/proxies/shop/templates", "", bearer(envToken)...); strings.Contains(string(list.body), "old.j2") {
@@ -202,7 +181,7 @@ func TestTemplateDirectoryIsWhatTheDatabaseHolds(t *testing.T) {
 	if r := call(t, "POST", admin+"/api/v1/config/reload", "", bearer(envToken)...); r.status != 200 {
 		t.Fatalf("reload: %d %s", r.status, r.body)
 	}
-	if got := templateTree(t, root); !slices.Equal(got, []string{"shop", filepath.Join("shop", "page.j2")}) {
+	if got := storetest.Tree(t, root); !slices.Equal(got, []string{"shop", filepath.Join("shop", "page.j2")}) {
 		t.Fatalf("after the reload templates.dir holds %q, want only shop/page.j2", got)
 	}
 	if r := mustGet(t, newClient(), proxy+"/page.j2", nil); r.status != 200 || string(r.body) != "page.j2 body" {

@@ -44,8 +44,9 @@ func litter(t *testing.T, dir string) {
 	}
 }
 
-// tree lists every path under dir, relative to it; a missing dir is none.
-func tree(t *testing.T, dir string) []string {
+// Tree lists every path under dir, relative to it, sorted; a missing dir
+// is none. The binary's tests read template directories with it too.
+func Tree(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
@@ -247,7 +248,7 @@ func Run(t *testing.T, open Open) {
 		if err := s.KeepTemplates(ctx, "zeta", func(name string) bool { return name == "answer.json.j2" }); err != nil {
 			t.Fatal(err)
 		}
-		if got := tree(t, dir); !slices.Equal(got, []string{"answer.json.j2"}) {
+		if got := Tree(t, dir); !slices.Equal(got, []string{"answer.json.j2"}) {
 			t.Fatalf("the directory holds %q, want only answer.json.j2", got)
 		}
 		if list, _ := s.Templates(ctx, "zeta"); len(list) != 1 || list[0].Name != "answer.json.j2" {
@@ -258,7 +259,7 @@ func Run(t *testing.T, open Open) {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("the directory of a proxy left with no file stayed: %v %q", err, tree(t, dir))
+			t.Fatalf("the directory of a proxy left with no file stayed: %v %q", err, Tree(t, dir))
 		}
 		if list, _ := s.Templates(ctx, "zeta"); len(list) != 0 {
 			t.Fatalf("list %v", list)
@@ -289,7 +290,7 @@ func Run(t *testing.T, open Open) {
 		if err := m.Materialize(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := tree(t, root); !slices.Equal(got, []string{"zeta", filepath.Join("zeta", "answer.json.j2")}) {
+		if got := Tree(t, root); !slices.Equal(got, []string{"zeta", filepath.Join("zeta", "answer.json.j2")}) {
 			t.Fatalf("the directory holds %q, want only zeta/answer.json.j2", got)
 		}
 	})
