@@ -162,10 +162,11 @@ func (f *Filter) pick(ks []*kept, visible func(proxy string) bool, limit int) (i
 		}
 	}
 	matched := 0
-	idx = make([]int, 0, min(max(limit, 0), len(ks)-start))
-	if limit <= 0 {
-		idx = make([]int, 0, len(ks)-start)
+	room := len(ks) - start
+	if limit > 0 {
+		room = min(limit, room)
 	}
+	idx = make([]int, 0, room)
 	for i := start; i < len(ks); i++ {
 		k := ks[i]
 		if !f.sinceTime.IsZero() && !time.Unix(0, k.unixNano).After(f.sinceTime) || k.seq <= f.afterSeq {

@@ -130,7 +130,6 @@ func (j *Journal) Configure(doc *config.Document) {
 			r.at[i].Store(&c)
 		}
 		r.next.Store(uint64(len(ks)))
-		r.tail.Store(0)
 		r.used.Store(used)
 	}
 	j.ring.Store(r)
