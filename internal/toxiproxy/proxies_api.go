@@ -235,13 +235,11 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 	var failed *apiError
 	made := make([]proxyJSON, 0, len(in))
 	for i, in := range in {
-		if old, ok := s.proxies[in.Name]; ok {
-			if old.listen == in.Listen && old.upstream == in.Upstream {
-				made = append(made, old.json())
-				continue
-			}
-		}
 		old := s.proxies[in.Name]
+		if old != nil && old.listen == in.Listen && old.upstream == in.Upstream {
+			made = append(made, old.json())
+			continue
+		}
 		if failed = s.checkOwn(targets[i], old); failed != nil {
 			break
 		}
