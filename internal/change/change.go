@@ -243,13 +243,12 @@ func (c *Controller) Write(ctx context.Context, edit func(doc *config.Document) 
 	return nil, &Conflict{Reason: "the configuration kept changing under this write; try again"}
 }
 
-// proxiesOf is each proxy's revision by name, before an edit changes the
-// document in place.
-func proxiesOf(doc *config.Document) map[string]config.Revision {
-	out := make(map[string]config.Revision, len(doc.Proxies))
+// proxiesOf is the names of the document's proxies, before an edit
+// changes the document in place.
+func proxiesOf(doc *config.Document) map[string]bool {
+	out := make(map[string]bool, len(doc.Proxies))
 	for i := range doc.Proxies {
-		rev, _ := config.ProxyRevision(&doc.Proxies[i])
-		out[string(doc.Proxies[i].Name)] = rev
+		out[string(doc.Proxies[i].Name)] = true
 	}
 	return out
 }
@@ -259,7 +258,7 @@ func proxiesOf(doc *config.Document) map[string]config.Revision {
 // proxy's files (moves) go with it, a deleted proxy's are removed, a proxy
 // the write created starts with none (whatever was left under its name),
 // and every other proxy keeps only the files its mocks name.
-func (c *Controller) followTemplates(ctx context.Context, before map[string]config.Revision, rt *runtime.Runtime, moves []Move) {
+func (c *Controller) followTemplates(ctx context.Context, before map[string]bool, rt *runtime.Runtime, moves []Move) {
 	moved, arrived := map[string]bool{}, map[string]bool{}
 	for _, m := range moves {
 		moved[m.From], arrived[m.To] = true, true

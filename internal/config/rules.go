@@ -66,7 +66,13 @@ func validateProxy(at string, p Proxy) []Violation {
 	if p.Resolve != nil && p.Resolve.Type == ResolveHeader && p.Resolve.Header == "" {
 		vs = append(vs, Violation{Rule: "V11", Path: joinPath(at, "resolve.header"), Message: "`header` is required when `type: header`"})
 	}
-	vs = append(vs, validateFaults("", at, p.Latency)...)
+	return append(vs, validateFaultsAndMocks(at, p)...)
+}
+
+// validateFaultsAndMocks are the rules on a proxy's faults and mocks, which
+// a session's overlay obeys too.
+func validateFaultsAndMocks(at string, p Proxy) []Violation {
+	vs := validateFaults("", at, p.Latency)
 	vs = append(vs, validateAbort(at, p.Abort)...)
 	vs = append(vs, validateWhens(at, p.Faults())...)
 	return append(vs, validateMocks(at, p)...)

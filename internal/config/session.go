@@ -207,8 +207,5 @@ func validateOverlay(at string, base Proxy, o SessionProxy) []Violation {
 	own := base
 	own.Mocks = o.Mocks
 	own.setFaults(o.Faults())
-	vs := validateFaults("", at, own.Latency)
-	vs = append(vs, validateAbort(at, own.Abort)...)
-	vs = append(vs, validateWhens(at, own.Faults())...)
-	return append(vs, validateMocks(at, own)...)
+	return validateFaultsAndMocks(at, own)
 }

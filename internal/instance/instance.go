@@ -178,19 +178,27 @@ func watchAdvisories(ctl *change.Controller, o Options) {
 		})
 		return
 	}
+	// What the configuration in force advises, kept from one swap to the
+	// next (OnSwap runs under the controller's lock).
+	var said map[string]bool
 	ctl.OnSwap(func(old, next *runtime.Runtime) {
 		if old == nil {
 			return
 		}
-		said := map[string]bool{}
-		for _, a := range config.Advisories(old.Document) {
-			said[a.String()] = true
+		if said == nil {
+			said = map[string]bool{}
+			for _, a := range config.Advisories(old.Document) {
+				said[a.String()] = true
+			}
 		}
+		now := map[string]bool{}
 		for _, a := range config.Advisories(next.Document) {
+			now[a.String()] = true
 			if !said[a.String()] {
 				o.Log.Warn(a.Message, "path", a.Path, "revision", string(next.Revision))
 			}
 		}
+		said = now
 	})
 }
 

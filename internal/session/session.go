@@ -146,6 +146,16 @@ func proxiesOf(body []byte) json.RawMessage {
 	return top.Proxies
 }
 
+// fits is the overlay body holds, if it fits beside the live sessions'
+// but the one of id (which a write replaces); else ErrTooLarge.
+func (r *Registry) fits(cur map[string]*Session, id string, body []byte) (json.RawMessage, error) {
+	raw := proxiesOf(body)
+	if r.liveBytes(cur, id)+len(raw) > MaxLiveBytes {
+		return nil, ErrTooLarge
+	}
+	return raw, nil
+}
+
 // liveBytes is what the live sessions' overlays hold but the one of id
 // (which a write replaces); an expired one no longer counts.
 func (r *Registry) liveBytes(cur map[string]*Session, id string) int {
@@ -226,9 +236,9 @@ func (r *Registry) Create(ctx context.Context, spec *config.Session, body []byte
 	if r.shared == nil && len(cur) >= MaxLive {
 		return nil, ErrFull
 	}
-	raw := proxiesOf(body)
-	if r.liveBytes(cur, id)+len(raw) > MaxLiveBytes {
-		return nil, ErrTooLarge
+	raw, err := r.fits(cur, id, body)
+	if err != nil {
+		return nil, err
 	}
 	s, err := r.build(id, spec, raw)
 	if err != nil {
@@ -256,9 +266,9 @@ func (r *Registry) Replace(ctx context.Context, id, revision string, spec *confi
 	if r.shared == nil && old.Revision != revision {
 		return nil, ErrRevision
 	}
-	raw := proxiesOf(body)
-	if r.liveBytes(cur, id)+len(raw) > MaxLiveBytes {
-		return nil, ErrTooLarge
+	raw, err := r.fits(cur, id, body)
+	if err != nil {
+		return nil, err
 	}
 	s, err := r.build(id, spec, raw)
 	if err != nil {
