@@ -61,10 +61,19 @@ func newMigrateCmd() *cobra.Command {
 		Short: "Apply the database migrations embedded in this binary",
 		Long: `Apply the database migrations embedded in this binary; running it again applies none.
 
-With --status nothing is changed: it prints "up to date" and exits 0 when every
-embedded migration is applied and unchanged; otherwise one line per problem
-and a last line naming doppel config migrate, exit 1. A migration this binary
-does not know is reported without failing.`,
+The schema and its ledger (_sqlx_migrations) are Doppel 1.1's: an empty
+database gets 1.1's schema and its five ledger rows, then this binary's own
+migrations (6 and up, in tables of their own); a database 1.1 migrated gets
+this binary's migrations only; one in the layout of an earlier Doppel in Go
+(ledger doppel_migrations) is moved to 1.1's layout, nothing lost. It prints
+"applied K migrations; N migrations in total" or "already up to date; ...".
+A database whose ledger cannot be followed (half-migrated by 1.1, a failed or
+changed migration) is not written to: every reason on stderr, exit 1.
+
+With --status nothing is changed: "schema version N; K migrations applied",
+one line per missing, failed, changed or unknown migration, and a last line,
+"up to date" (exit 0) or "run ` + "`doppel config migrate`" + `" (exit 1). A migration
+this binary does not know (a newer binary's) is reported without failing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.resolve(cmd); err != nil {
@@ -77,32 +86,26 @@ does not know is reported without failing.`,
 				return err
 			}
 			defer db.Close()
+			var r postgres.Report
 			if status {
-				problems, err := postgres.Status(ctx, db.Pool())
-				if err != nil {
-					return failed("%v", err)
-				}
-				failing := false
-				var out strings.Builder
-				for _, p := range problems {
-					out.WriteString(p.Line + "\n")
-					failing = failing || p.Failing
-				}
-				if !failing {
-					out.WriteString("up to date\n")
-					return write(cmd, out.String())
-				}
-				out.WriteString("run doppel config migrate to apply them\n")
-				if err := write(cmd, out.String()); err != nil {
-					return err
-				}
-				return rejected
+				r, err = postgres.Status(ctx, db.Pool())
+			} else {
+				r, err = postgres.Migrate(ctx, db.Pool())
 			}
-			n, err := postgres.Migrate(ctx, db.Pool())
+			var refused *postgres.Refused
+			if errors.As(err, &refused) {
+				return failed("%s", strings.Join(refused.Lines, "\n"))
+			}
 			if err != nil {
 				return failed("%v", err)
 			}
-			return write(cmd, fmt.Sprintf("migrated: %d applied, %d in all\n", n, len(postgres.Migrations())))
+			if err := write(cmd, strings.Join(r.Lines, "\n")+"\n"); err != nil {
+				return err
+			}
+			if r.Behind {
+				return rejected
+			}
+			return nil
 		},
 	}
 	f.register(cmd, false)

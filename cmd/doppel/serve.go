@@ -138,7 +138,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		return err
 	}
 	memoryLimit, renderBudget := f.limitProcess()
-	doc, pg, err := loadDocument(opts)
+	doc, rev, pg, err := loadDocument(opts)
 	if err != nil {
 		return err
 	}
@@ -167,6 +167,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	defer signal.Stop(signals)
 	inst, err := instance.Start(doc, instance.Options{
 		Store:         st,
+		Revision:      rev,
 		Postgres:      pg,
 		Follow:        opts.Kind == store.KindPostgres || f.watch,
 		ProxyAddr:     f.proxyAddr,
@@ -225,39 +226,43 @@ func stateHome() string {
 
 // loadDocument reads and checks the stored document: serve refuses one
 // with violations, listing every one. A database is checked to be
-// migrated first, and stays open for the store.
-func loadDocument(opts store.Options) (*config.Document, *postgres.Store, error) {
+// migrated first, and stays open for the store; the revision is the one
+// it holds the document at (1.1's for a document Doppel 1.1 wrote last).
+func loadDocument(opts store.Options) (*config.Document, config.Revision, *postgres.Store, error) {
 	var pg *postgres.Store
-	var src []byte
+	var doc *config.Document
+	var rev config.Revision
 	var err error
 	if opts.Kind == store.KindPostgres {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if pg, err = openDatabase(ctx, opts.DatabaseURL, opts.ConfigName); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		if err = postgres.CheckMigrated(ctx, pg.Pool()); err == nil {
-			src, err = pg.Source(ctx)
+			var snap *store.Snapshot
+			if snap, err = pg.Load(ctx); err == nil {
+				doc, rev = snap.Document, snap.Revision
+			}
 		}
-		if err != nil {
-			pg.Close()
-			return nil, nil, failed("%v", err)
+	} else {
+		var src []byte
+		if src, err = readDocument(opts); err != nil {
+			return nil, "", nil, err
 		}
-	} else if src, err = readDocument(opts); err != nil {
-		return nil, nil, err
+		doc, err = config.Load(src)
 	}
-	doc, err := config.Load(src)
 	if err != nil {
 		if pg != nil {
 			pg.Close()
 		}
 		var inv *config.Invalid
 		if errors.As(err, &inv) {
-			return nil, nil, failed("the configuration is invalid:\n%s", strings.Join(violationLines(inv, configPathOf(opts)), "\n"))
+			return nil, "", nil, failed("the configuration is invalid:\n%s", strings.Join(violationLines(inv, configPathOf(opts)), "\n"))
 		}
-		return nil, nil, failed("%v", err)
+		return nil, "", nil, failed("%v", err)
 	}
-	return doc, pg, nil
+	return doc, rev, pg, nil
 }
 
 // startTelemetry starts the log and the error reporting the document asks

@@ -113,6 +113,9 @@ func (c *Controller) Reload(ctx context.Context) (*Reloaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The revision the store holds, which every compare-and-swap uses: 1.1's
+	// for a document Doppel 1.1 wrote last (SPEC §19.3), else the document's.
+	rt.Revision = snap.Revision
 	// A store whose template files live elsewhere (a database) writes
 	// them out before the configuration that names them is in force.
 	if m, ok := c.store.(store.Materializer); ok {

@@ -40,6 +40,9 @@ import (
 type Options struct {
 	// Store is where changes are written; open, owned by the caller.
 	Store store.Store
+	// Revision is the revision the store holds the document at, when it
+	// is not the document's own (one Doppel 1.1 wrote last, SPEC §19.3).
+	Revision config.Revision
 	// Postgres is Store when it is the database: sessions are then shared
 	// with every replica.
 	Postgres *postgres.Store
@@ -105,6 +108,9 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 	rt, err := runtime.Compile(doc)
 	if err != nil {
 		return nil, fmt.Errorf("cannot compile the configuration: %v", err)
+	}
+	if o.Revision != "" {
+		rt.Revision = o.Revision
 	}
 	i := &Instance{log: o.Log, served: make(chan error, 2)}
 	defer func() {

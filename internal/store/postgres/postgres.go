@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/doppelproxy/doppel/internal/config"
@@ -95,13 +96,29 @@ func (s *Store) Close() error {
 }
 
 // Load reads the configuration in one REPEATABLE READ transaction: a
-// configuration spans tables, and it must be one snapshot.
+// configuration spans tables, and it must be one snapshot. Its revision is
+// the one stored (SPEC §19.3): a configuration Doppel 1.1 wrote last keeps
+// 1.1's revision, computed otherwise, until the next write; one Doppel in Go
+// wrote last must still be the revision of its rows, or the rows were
+// changed behind its back and the load is refused as diverged.
 func (s *Store) Load(ctx context.Context) (*store.Snapshot, error) {
-	src, err := s.read(ctx)
+	src, stored, ours, err := s.read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return store.SnapshotOf(src)
+	snap, err := store.SnapshotOf(src)
+	if err != nil {
+		return nil, err
+	}
+	if snap.Revision != stored {
+		if ours {
+			return nil, &config.Invalid{Violations: []config.Violation{{Message: fmt.Sprintf(
+				"the stored revision (%s) does not match the configuration it labels (%s); the rows and the revision column have diverged (configuration `%s` was changed by hand?): `doppel config push` it to store it whole again",
+				stored, snap.Revision, s.name)}}}
+		}
+		snap.Revision = stored
+	}
+	return snap, nil
 }
 
 // SetTemplates sets templates.dir once the document that names it is read.
@@ -112,25 +129,37 @@ func (s *Store) TemplatesDir() string { return s.templates }
 
 // Source is the stored document's text, before any check: what
 // `config validate` and `config pull` read.
-func (s *Store) Source(ctx context.Context) ([]byte, error) { return s.read(ctx) }
+func (s *Store) Source(ctx context.Context) ([]byte, error) {
+	src, _, _, err := s.read(ctx)
+	return src, err
+}
 
 // read assembles the stored document as JSON (which is YAML), so the
-// configuration's own loader reads it, paths and all.
-func (s *Store) read(ctx context.Context) ([]byte, error) {
+// configuration's own loader reads it, paths and all, with the revision
+// stored and whether Doppel in Go wrote it.
+func (s *Store) read(ctx context.Context) (src []byte, stored config.Revision, ours bool, err error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return nil, err
+		return nil, "", false, err
 	}
 	defer tx.Rollback(ctx)
 	var settings []byte
-	err = tx.QueryRow(ctx, `SELECT settings FROM configurations WHERE name = $1`, s.name).Scan(&settings)
+	var revision int64
+	err = tx.QueryRow(ctx, `SELECT c.settings, c.revision, r.revision IS NOT DISTINCT FROM c.revision
+		FROM configurations c LEFT JOIN doppel_revisions r ON r.config = c.name WHERE c.name = $1`, s.name).Scan(&settings, &revision, &ours)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("configuration %q: %w", s.name, store.ErrNotFound)
+		return nil, "", false, fmt.Errorf("configuration %q: %w", s.name, store.ErrNotFound)
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", false, err
 	}
-	rows, err := tx.Query(ctx, `SELECT document FROM proxies WHERE config = $1 ORDER BY ordinal, name`, s.name)
+	src, err = assemble(ctx, tx, s.name, settings)
+	return src, revisionOf(revision), ours, err
+}
+
+// assemble is the document of settings and the proxies' rows.
+func assemble(ctx context.Context, tx pgx.Tx, name string, settings []byte) ([]byte, error) {
+	rows, err := tx.Query(ctx, `SELECT document FROM proxies WHERE config = $1 ORDER BY ordinal, name`, name)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +176,7 @@ func (s *Store) read(ctx context.Context) ([]byte, error) {
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(settings, &doc); err != nil {
-		return nil, fmt.Errorf("configuration %q: the settings row is not a JSON object: %w", s.name, err)
+		return nil, fmt.Errorf("configuration %q: the settings row is not a JSON object: %w", name, err)
 	}
 	if doc == nil {
 		doc = map[string]json.RawMessage{}
@@ -159,6 +188,19 @@ func (s *Store) read(ctx context.Context) ([]byte, error) {
 	doc["proxies"] = p
 	return json.Marshal(doc)
 }
+
+// column is a revision in the revision column: its 64 bits in a signed
+// BIGINT, as Doppel 1.1 stores them.
+func column(rev config.Revision) (int64, error) {
+	u, err := strconv.ParseUint(string(rev), 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a revision: %w", rev, err)
+	}
+	return int64(u), nil
+}
+
+// revisionOf reads the revision column.
+func revisionOf(v int64) config.Revision { return config.Revision(fmt.Sprintf("%016x", uint64(v))) }
 
 // split turns a document into its settings and its proxies, as JSON.
 func split(doc *config.Document) (settings []byte, proxies [][]byte, err error) {
@@ -207,6 +249,10 @@ func (s *Store) save(ctx context.Context, doc *config.Document, expected *config
 	if err != nil {
 		return "", err
 	}
+	next, err := column(rev)
+	if err != nil {
+		return "", err
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return "", err
@@ -214,13 +260,17 @@ func (s *Store) save(ctx context.Context, doc *config.Document, expected *config
 	defer tx.Rollback(ctx)
 	if expected == nil {
 		_, err = tx.Exec(ctx, `INSERT INTO configurations (name, revision, settings) VALUES ($1, $2, $3)
-			ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, settings = EXCLUDED.settings`, s.name, string(rev), settings)
+			ON CONFLICT (name) DO UPDATE SET revision = EXCLUDED.revision, settings = EXCLUDED.settings, updated_at = now()`, s.name, next, settings)
 		if err != nil {
 			return "", err
 		}
 	} else {
-		tag, err := tx.Exec(ctx, `UPDATE configurations SET revision = $2, settings = $3 WHERE name = $1 AND revision = $4`,
-			s.name, string(rev), settings, string(*expected))
+		was, err := column(*expected)
+		if err != nil {
+			return "", err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE configurations SET revision = $2, settings = $3, updated_at = now() WHERE name = $1 AND revision = $4`,
+			s.name, next, settings, was)
 		if err != nil {
 			return "", err
 		}
@@ -237,6 +287,12 @@ func (s *Store) save(ctx context.Context, doc *config.Document, expected *config
 			}
 			return "", store.ErrRevisionMismatch
 		}
+	}
+	// Which revision Doppel in Go wrote: a stored one that is not this was
+	// written by Doppel 1.1 since.
+	if _, err := tx.Exec(ctx, `INSERT INTO doppel_revisions (config, revision) VALUES ($1, $2)
+		ON CONFLICT (config) DO UPDATE SET revision = EXCLUDED.revision, written_at = now()`, s.name, next); err != nil {
+		return "", err
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM proxies WHERE config = $1`, s.name); err != nil {
 		return "", err

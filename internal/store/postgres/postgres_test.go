@@ -44,41 +44,6 @@ func open(t *testing.T, src []byte) store.Store {
 func TestConformance(t *testing.T) { storetest.Run(t, open) }
 func TestConcurrency(t *testing.T) { storetest.Contention(t, open) }
 
-func TestMigrations(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, pgtest.URL(t), "default", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := CheckMigrated(ctx, s.Pool()); !errors.Is(err, ErrNotMigrated) {
-		t.Fatalf("an empty database: %v", err)
-	}
-	problems, _ := Status(ctx, s.Pool())
-	if len(problems) != len(Migrations()) || !strings.Contains(problems[0].Line, "not applied") {
-		t.Fatalf("status before: %v", problems)
-	}
-	if n, err := Migrate(ctx, s.Pool()); err != nil || n != len(Migrations()) {
-		t.Fatalf("first run: %d %v", n, err)
-	}
-	if n, err := Migrate(ctx, s.Pool()); err != nil || n != 0 {
-		t.Fatalf("second run: %d %v", n, err)
-	}
-	if problems, _ := Status(ctx, s.Pool()); len(problems) != 0 || CheckMigrated(ctx, s.Pool()) != nil {
-		t.Fatalf("status after: %v", problems)
-	}
-	// An unknown migration is reported without failing; a changed one fails.
-	_, _ = s.Pool().Exec(ctx, `INSERT INTO doppel_migrations (version, name, checksum) VALUES (9999, 'future', 'x')`)
-	problems, _ = Status(ctx, s.Pool())
-	if len(problems) != 1 || problems[0].Failing || !strings.Contains(problems[0].Line, "9999_future: unknown") {
-		t.Fatalf("unknown: %v", problems)
-	}
-	_, _ = s.Pool().Exec(ctx, `UPDATE doppel_migrations SET checksum = 'changed' WHERE version = 1`)
-	if err := CheckMigrated(ctx, s.Pool()); err == nil || !strings.Contains(err.Error(), "checksum changed") {
-		t.Fatalf("changed: %v", err)
-	}
-}
-
 // TestLoadsAreOneSnapshot: 600 loads against a writer flipping between two
 // documents never see proxies of one and settings of the other.
 func TestLoadsAreOneSnapshot(t *testing.T) {
