@@ -84,7 +84,7 @@ func TestADoppel11DatabaseIsUsedInPlace(t *testing.T) {
 	catalog11, ledger11 := pgtest.Catalog(t, url), pgtest.Ledger(t, url)
 	run := func(args ...string) result { return doppel(t, invocation{args: args}) }
 
-	if r := pgServe(t, url); r.code != 1 || !strings.Contains(r.stderr, "the database schema is not ready (missing: migration 6 (sessions)); run `doppel config migrate`") {
+	if r := pgServe(t, url); r.code != 1 || !strings.Contains(r.stderr, "the database schema is not ready (migration 6 (sessions) has not been applied); run `doppel config migrate`") {
 		t.Fatalf("serve before migrate: %s", r)
 	}
 	if r := run("config", "migrate", "--status", "--database-url", url); r.code != 1 || r.stdout != "schema version 5; 5 migrations applied\n"+

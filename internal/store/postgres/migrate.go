@@ -536,7 +536,11 @@ func CheckMigrated(ctx context.Context, pool *pgxpool.Pool) error {
 	if st.ledger {
 		for _, f := range st.findings() {
 			if f.behind() {
+				// 1.1's words for a migration missing.
 				detail = f.line
+				if m, ok := strings.CutPrefix(f.line, "missing: "); ok {
+					detail = m + " has not been applied"
+				}
 				break
 			}
 		}
