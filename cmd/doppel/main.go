@@ -110,7 +110,7 @@ drops requests, or is partly mocked.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usage("%v", err)
 	})
-	root.AddCommand(newServeCmd(stdout), newVersionCmd(), newConfigCmd(), newTokenCmd(), newRequestsCmd(), newSessionsCmd(), newCountersCmd(), newMocksCmd())
+	root.AddCommand(newServeCmd(stdout), newVersionCmd(), newConfigCmd(), newTokenCmd(), newRequestsCmd(), newSessionsCmd(), newCountersCmd(), newMocksCmd(), newReplicasCmd())
 	root.InitDefaultCompletionCmd()
 	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
 		// Without a shell, or with one cobra does not know, it is a usage

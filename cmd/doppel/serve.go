@@ -17,6 +17,7 @@ import (
 
 	"github.com/doppelproxy/doppel/internal/admin"
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/fleet"
 	"github.com/doppelproxy/doppel/internal/instance"
 	"github.com/doppelproxy/doppel/internal/store"
 	"github.com/doppelproxy/doppel/internal/store/file"
@@ -31,6 +32,7 @@ const (
 	envWorkers     = "DOPPEL_WORKERS"
 	envProxyAddr   = "DOPPEL_PROXY_ADDR"
 	envAdminAddr   = "DOPPEL_ADMIN_ADDR"
+	envAdvertise   = "DOPPEL_ADVERTISE_URL"
 	envExternalURL = "DOPPEL_EXTERNAL_URL"
 	envSeed        = "DOPPEL_SEED"
 )
@@ -44,6 +46,7 @@ type serveFlags struct {
 	budget    int64 // DOPPEL_RENDER_BUDGET; 0 for the default
 	proxyAddr string
 	adminAddr string
+	advertise string
 	socket    string
 	seed      string
 	watch     bool
@@ -73,6 +76,7 @@ once. A configuration with violations is refused with every one listed.`,
 	fs.IntVar(&f.workers, "workers", 0, "how many OS threads run Go code at once, GOMAXPROCS (env "+envWorkers+"; default: every core)")
 	fs.StringVar(&f.proxyAddr, "proxy-addr", "", "HOST:PORT for the proxy listener instead of server.host:server.port (env "+envProxyAddr+")")
 	fs.StringVar(&f.adminAddr, "admin-addr", "", "HOST:PORT for the admin listener instead of admin.host:admin.port (env "+envAdminAddr+")")
+	fs.StringVar(&f.advertise, "advertise", "", "with --store postgres, the admin URL the other replicas reach this one at (env "+envAdvertise+"; default: http:// and the admin listener's address, a wildcard host replaced by this host's first address)")
 	fs.StringVar(&f.socket, "socket", "", "the control socket instead of control.socket")
 	fs.StringVar(&f.seed, "seed", "", "make every fault roll a function of this seed, the request's X-Request-ID and the attempt: a retry with the same id is rolled anew (env "+envSeed+")")
 	fs.BoolVar(&f.watch, "watch", false, "with the file store, reload by itself when the document changes")
@@ -126,6 +130,14 @@ func (f *serveFlags) resolve(cmd *cobra.Command, kind store.Kind) error {
 			}
 		}
 	}
+	if !cmd.Flags().Changed("advertise") {
+		f.advertise = strings.TrimSpace(os.Getenv(envAdvertise))
+	}
+	if f.advertise != "" {
+		if err := fleet.CheckAdvertise(f.advertise); err != nil {
+			return usage("--advertise (or %s): %v", envAdvertise, err)
+		}
+	}
 	return nil
 }
 
@@ -172,6 +184,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		Follow:        opts.Kind == store.KindPostgres || f.watch,
 		ProxyAddr:     f.proxyAddr,
 		AdminAddr:     f.adminAddr,
+		Advertise:     f.advertise,
 		ControlSocket: cmp.Or(f.socket, string(doc.Control.Socket)),
 		Serves:        servedName(opts),
 		Seed:          f.seed,
@@ -199,7 +212,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	proxies, tcpProxies := rt.ProxyCount()
 	logger.Info("doppel is serving", "version", version.Version, "proxy_addr", inst.ProxyAddr().String(),
 		"revision", string(rt.Revision), "proxies", proxies, "tcp_proxies", tcpProxies, "workers", f.workers,
-		"memory_limit", memoryLimit, "render_budget", renderBudget)
+		"memory_limit", memoryLimit, "render_budget", renderBudget, "replica", inst.Fleet.Self().ID, "advertise", inst.Fleet.Self().URL)
 	return serveUntilSignal(logger, signals, inst)
 }
 

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/fleet"
 	"github.com/doppelproxy/doppel/internal/store"
 )
 
@@ -146,12 +148,42 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 			proxies = append(proxies, proxyStatus{string(p.Name), "tcp://" + p.Upstream.String(), "listen:" + p.Listen.String(), 0})
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	out := map[string]any{
 		"uptime_seconds": int64(time.Since(s.started).Seconds()),
 		"revision":       rt.Revision,
 		"seeded":         s.Seeded,
 		"proxies":        proxies,
-	})
+		"replica":        s.Fleet.Self().ID,
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), fleetTimeout)
+	defer cancel()
+	if rs, err := s.Fleet.List(ctx); err != nil {
+		out["fleet"] = map[string]any{"error": err.Error()}
+	} else {
+		live, lost := fleet.Count(rs)
+		out["fleet"] = map[string]any{"live": live, "lost": lost}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// fleetTimeout bounds a read of the registry by the admin API.
+const fleetTimeout = 2 * time.Second
+
+// replicas lists the fleet.
+func (s *Server) replicas(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), fleetTimeout)
+	defer cancel()
+	rs, err := s.Fleet.List(ctx)
+	if err != nil {
+		apierr.Write(w, apierr.StoreError, "cannot read the registry of replicas: "+err.Error())
+		return
+	}
+	for i := range rs {
+		if rs[i].Self { // what it serves now, not at its last heartbeat
+			rs[i].Revision = string(s.ctl.Runtime().Revision)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"replicas": rs})
 }
 
 func (s *Server) schema(w http.ResponseWriter, r *http.Request) {

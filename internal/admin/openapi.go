@@ -621,7 +621,25 @@ func answerSchemas() map[string]any {
 			"matched": withDescription(count, "How many entries match."),
 			"gaps_ms": map[string]any{"type": "array", "items": map[string]any{"type": "number"}, "description": "Milliseconds between consecutive matched entries."},
 		}),
-		"StatusReport": object([]string{"uptime_seconds", "revision", "seeded", "proxies"}, map[string]any{
+		"Replica": object([]string{"id", "url", "host", "pid", "version", "revision", "started_at", "seen_at", "state", "self"}, map[string]any{
+			"id":         map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{22}$", "description": "New on every start of the replica."},
+			"url":        withDescription(str, "The admin URL its peers call it at (serve --advertise); empty with admin.enable false."),
+			"host":       withDescription(str, "The host name it runs on."),
+			"pid":        count,
+			"version":    withDescription(str, "Doppel's version."),
+			"revision":   withDescription(ref("Revision"), "The revision of the configuration it serves."),
+			"started_at": map[string]any{"type": "string", "format": "date-time"},
+			"seen_at":    map[string]any{"type": "string", "format": "date-time", "description": "Its last heartbeat (every 2 s), by the database's clock."},
+			"state":      map[string]any{"type": "string", "enum": []any{"live", "lost"}, "description": "lost: no heartbeat for 10 s."},
+			"self":       map[string]any{"type": "boolean", "description": "Whether it is the replica that answered."},
+		}),
+		"ReplicaList": object([]string{"replicas"}, map[string]any{
+			"replicas": map[string]any{"type": "array", "items": ref("Replica"), "maxItems": 1000},
+		}),
+		"StatusReport": object([]string{"uptime_seconds", "revision", "seeded", "proxies", "replica", "fleet"}, map[string]any{
+			"replica": withDescription(str, "The id of the replica that answered (GET /api/v1/replicas)."),
+			"fleet": map[string]any{"type": "object", "description": "How many replicas serve the configuration; error instead when the registry cannot be read.",
+				"properties": map[string]any{"live": count, "lost": count, "error": str}},
 			"uptime_seconds": count,
 			"seeded":         map[string]any{"type": "boolean", "description": "Whether fault rolls are reproducible (serve --seed); the seed is not shown."},
 			"revision":       withDescription(ref("Revision"), "The whole configuration's revision."),

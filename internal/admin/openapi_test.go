@@ -235,6 +235,7 @@ var publishedOperationIDs = map[string]string{
 	"POST /api/v1/proxies/{name}/record":             "recordProxy",
 	"PUT /api/v1/proxies/{name}":                     "updateProxy",
 	"DELETE /api/v1/proxies/{name}":                  "deleteProxy",
+	"GET /api/v1/replicas":                           "listReplicas",
 	"GET /api/v1/sessions":                           "listSessions",
 	"POST /api/v1/sessions":                          "createSession",
 	"GET /api/v1/sessions/{id}":                      "readSession",

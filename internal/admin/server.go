@@ -16,6 +16,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/change"
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/doppelproxy/doppel/internal/fleet"
 	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/session"
 	"github.com/doppelproxy/doppel/internal/telemetry"
@@ -38,6 +39,9 @@ type Server struct {
 	// (nil when it can), so that a write naming one in use is refused
 	// rather than stored and not in force.
 	TCPListen func(addr string) error
+	// Fleet is this replica and its peers (SPEC §18.1); an instance of its
+	// own when nil.
+	Fleet *fleet.Member
 
 	ctl     *change.Controller
 	journal *journal.Journal
@@ -67,6 +71,7 @@ func New(ctl *change.Controller, env []Token, log *telemetry.Logger, j *journal.
 	if s.title == "" {
 		s.title = string(config.DefaultTitle)
 	}
+	s.Fleet = fleet.Single(fleet.This("", string(ctl.Runtime().Revision)))
 	s.handler = s.routes()
 	return s
 }
@@ -232,6 +237,14 @@ func (s *Server) routeTable() []route {
 		{"GET", "/api/v1/status", s.status, api{operationID: "status",
 			tag: tagConfig, summary: "Uptime, revision and proxies in force",
 			ok: []reply{{status: 200, means: "upstreams without their credentials", schema: "StatusReport"}},
+		}},
+		{"GET", "/api/v1/replicas", s.replicas, api{operationID: "listReplicas",
+			tag: tagConfig, summary: "The replicas serving this configuration",
+			about: "With the PostgreSQL store, every replica serving the configuration name, as the registry holds them: " +
+				"live first, oldest start first; a replica without a heartbeat for 10 s is `lost`, and reported for 5 minutes. " +
+				"An instance with the file store lists itself.",
+			ok:    []reply{{status: 200, means: "the fleet", schema: "ReplicaList"}},
+			codes: []apierr.Code{apierr.StoreError},
 		}},
 		{"GET", "/api/v1/requests", s.listRequests, api{operationID: "listRequests",
 			tag: tagJournal, summary: "The journal's requests", action: ActRead, query: filterQuery,

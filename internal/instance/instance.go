@@ -24,6 +24,7 @@ import (
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/control"
 	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/doppelproxy/doppel/internal/fleet"
 	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/doppelproxy/doppel/internal/proxy"
 	"github.com/doppelproxy/doppel/internal/render"
@@ -49,6 +50,9 @@ type Options struct {
 	// Follow keeps the configuration in force equal to the store's when
 	// the store can announce changes (a database, a watched file).
 	Follow bool
+	// Advertise is the admin URL the fleet's peers reach this replica at
+	// (serve --advertise); empty: the admin listener's (SPEC §18.1).
+	Advertise string
 	// ProxyAddr and AdminAddr replace server.host:server.port and
 	// admin.host:admin.port when set.
 	ProxyAddr, AdminAddr string
@@ -85,6 +89,9 @@ type Instance struct {
 	Control *change.Controller
 	// TCP runs the document's tcp proxies.
 	TCP *tcp.Fleet
+	// Fleet is this replica in its fleet: a fleet of one without the
+	// database.
+	Fleet *fleet.Member
 
 	log      *telemetry.Logger
 	proxies  listening
@@ -147,8 +154,9 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		return nil, err
 	}
 	i.stops = append(i.stops, i.TCP.Close)
+	var api *admin.Server
 	if *doc.Admin.Enable {
-		api := admin.New(i.Control, o.EnvTokens, o.Log, jr)
+		api = admin.New(i.Control, o.EnvTokens, o.Log, jr)
 		api.Seeded = o.Seed != ""
 		api.Metrics = metrics.Handler()
 		api.Sessions = sessions
@@ -159,6 +167,12 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 		}
 		i.stops = append(i.stops, func() { _ = i.admin.ln.Close() })
 	}
+	if err := i.join(o, rt); err != nil {
+		return nil, err
+	}
+	if api != nil {
+		api.Fleet = i.Fleet
+	}
 	// Last, as it serves at once: an upstream its clients give is checked
 	// against every listener bound before it.
 	stopToxiproxy, err := startToxiproxy(doc, o, jr, metrics, i.ownListeners)
@@ -168,6 +182,40 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 	i.stops = append(i.stops, stopToxiproxy)
 	return i, nil
 }
+
+// join makes this process a replica of its fleet (SPEC §18.1): with the
+// database, its row in the registry, kept fresh until it stops; else a
+// fleet of one. The revision it reports follows the configuration in force.
+func (i *Instance) join(o Options, rt *runtime.Runtime) error {
+	url := ""
+	if i.admin.ln != nil {
+		url = fleet.Advertise(o.Advertise, i.admin.ln.Addr())
+	}
+	self := fleet.This(url, string(rt.Revision))
+	if o.Postgres == nil {
+		i.Fleet = fleet.Single(self)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+		defer cancel()
+		m, err := fleet.Join(ctx, o.Postgres.Replicas(), self, o.Log.Logger)
+		if err != nil {
+			return fmt.Errorf("cannot register this replica in the database: %v", err)
+		}
+		i.Fleet = m
+		i.stops = append(i.stops, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+			defer cancel()
+			if err := m.Stop(ctx); err != nil {
+				o.Log.Warn("cannot delete this replica's row from the registry; the others will see it lost", "replica", self.ID, "error", err)
+			}
+		})
+	}
+	i.Control.OnSwap(func(_, next *runtime.Runtime) { i.Fleet.SetRevision(string(next.Revision)) })
+	return nil
+}
+
+// joinTimeout bounds the registry's first write and last delete.
+const joinTimeout = 5 * time.Second
 
 // watchAdvisories says what a change brings that is legal but worth saying
 // (each advisory once, when it first appears), and with Strict refuses a

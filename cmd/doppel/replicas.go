@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/fleet"
+	"github.com/spf13/cobra"
+)
+
+func newReplicasCmd() *cobra.Command {
+	var a adminFlags
+	cmd := &cobra.Command{
+		Use:   "replicas",
+		Short: "List the replicas serving the configuration, as the one asked sees them",
+		Long: `List the replicas serving the configuration (GET /api/v1/replicas).
+
+With the PostgreSQL store every replica of the configuration name registers
+at start and writes a heartbeat every 2 s; one without a heartbeat for 10 s
+is lost, and listed as such for 5 minutes. The replica that answered is
+marked with *. An instance with the file store lists itself.`,
+		Example: `  doppel replicas --admin http://127.0.0.1:8081 --token "$TOKEN"
+  doppel replicas --admin http://127.0.0.1:8081 -o json | jq -r '.replicas[] | select(.state == "lost") | .url'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.resolve(cmd); err != nil {
+				return err
+			}
+			_, raw, err := a.fetch("GET", "/api/v1/replicas", nil, http.StatusOK)
+			if err != nil {
+				return err
+			}
+			if a.output == "json" {
+				return write(cmd, string(raw))
+			}
+			var list struct {
+				Replicas []fleet.Replica `json:"replicas"`
+			}
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return failed("the admin API's answer is not a list of replicas: %v", err)
+			}
+			var b strings.Builder
+			tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATE\tURL\tHOST\tPID\tVERSION\tREVISION\tSTARTED\tSEEN")
+			now := time.Now()
+			for _, r := range list.Replicas {
+				id := r.ID
+				if r.Self {
+					id += " *"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s ago\n", id, r.State, cmpDash(r.URL), r.Host, r.PID, r.Version, r.Revision,
+					r.StartedAt.Local().Format(time.DateTime), max(now.Sub(r.SeenAt), 0).Round(time.Second))
+			}
+			_ = tw.Flush()
+			return write(cmd, b.String())
+		},
+	}
+	a.register(cmd)
+	return cmd
+}
+
+// cmpDash is s, or - when it is empty.
+func cmpDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,58 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/doppelproxy/doppel/internal/fleet"
+	"github.com/jackc/pgx/v5"
+)
+
+// Replicas is the fleet's registry of this configuration (SPEC §18.1).
+type Replicas struct{ s *Store }
+
+// Replicas is the registry of the replicas serving this configuration.
+func (s *Store) Replicas() Replicas { return Replicas{s} }
+
+var _ fleet.Registry = Replicas{}
+
+var (
+	lostAfter   = strconv.Itoa(int(fleet.LostAfter.Seconds())) + " seconds"
+	forgetAfter = strconv.Itoa(int(fleet.ForgetAfter.Seconds())) + " seconds"
+)
+
+// Beat implements fleet.Registry: one upsert, and the forgetting of rows
+// lost long enough, in one round trip.
+func (rs Replicas) Beat(ctx context.Context, r fleet.Replica) error {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO doppel_replicas (id, config, url, host, pid, version, revision, started_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (id) DO UPDATE SET revision = EXCLUDED.revision, seen_at = now()`,
+		r.ID, rs.s.name, r.URL, r.Host, r.PID, r.Version, r.Revision, r.StartedAt)
+	b.Queue(`DELETE FROM doppel_replicas WHERE config = $1 AND seen_at < now() - $2::interval`, rs.s.name, forgetAfter)
+	return rs.s.pool.SendBatch(ctx, b).Close()
+}
+
+// Leave implements fleet.Registry.
+func (rs Replicas) Leave(ctx context.Context, id string) error {
+	_, err := rs.s.pool.Exec(ctx, `DELETE FROM doppel_replicas WHERE id = $1`, id)
+	return err
+}
+
+// List implements fleet.Registry: the database's clock says who is lost,
+// so replicas on hosts whose clocks differ agree.
+func (rs Replicas) List(ctx context.Context) ([]fleet.Replica, error) {
+	rows, err := rs.s.pool.Query(ctx, `SELECT id, url, host, pid, version, revision, started_at, seen_at,
+			CASE WHEN seen_at >= now() - $2::interval THEN 'live' ELSE 'lost' END AS state
+		FROM doppel_replicas WHERE config = $1 AND seen_at >= now() - $3::interval
+		ORDER BY seen_at < now() - $2::interval, started_at, id LIMIT $4`, rs.s.name, lostAfter, forgetAfter, fleet.MaxReplicas)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (fleet.Replica, error) {
+		var r fleet.Replica
+		err := row.Scan(&r.ID, &r.URL, &r.Host, &r.PID, &r.Version, &r.Revision, &r.StartedAt, &r.SeenAt, &r.State)
+		r.StartedAt, r.SeenAt = r.StartedAt.UTC(), r.SeenAt.UTC()
+		return r, err
+	})
+}
