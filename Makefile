@@ -27,7 +27,7 @@ dashboard-test:
 	$(GO) test -count=1 -run 'Dashboard' ./cmd/doppel ./internal/admin ./web
 
 screenshots:
-	DOPPEL_SCREENSHOTS=1 $(GO) test -count=1 -run 'TestDashboard(InABrowser|ShowsTraffic|RecordsFromTraffic)' ./cmd/doppel
+	DOPPEL_SCREENSHOTS=1 $(GO) test -count=1 -run 'TestDashboard(InABrowser|ShowsTraffic|RecordsFromTraffic|ShowsTheReplicas)' ./cmd/doppel
 
 # Regenerate the checked-in JSON Schema after changing the document model.
 schema:

@@ -773,6 +773,9 @@ func TestDashboardInABrowser(t *testing.T) {
 		if !eval[bool](b, "!!document.querySelector('a[href=\"/swagger-ui/\"]')") {
 			t.Error("no link to Swagger UI")
 		}
+		if s := eval[string](b, "document.querySelector('#status-replicas tbody').innerText"); !strings.Contains(s, st["replica"].(string)+" (this one)") || !strings.Contains(s, "live") {
+			t.Errorf("the replicas of a file store instance: %q", s)
+		}
 		b.screenshot("status")
 		// A proxy added to the file behind Doppel's back is in force after the reload.
 		// The store writes canonical YAML: the new entry goes first in the

@@ -472,8 +472,39 @@ function duration(seconds) {
   return (d ? d + 'd ' : '') + (d || h ? h + 'h ' : '') + (d || h || m ? m + 'm ' : '') + s + 's';
 }
 
+// replicasPanel lists the replicas serving the configuration: with the
+// PostgreSQL store every one registered, this one marked; a lost one has
+// not written its heartbeat for 10 s.
+function replicasPanel(fleet) {
+  if (fleet.error) {
+    return el('div', { class: 'panel' }, el('h2', { text: 'Replicas' }),
+      el('p', { class: 'banner error', id: 'status-replicas-error', text: 'The replicas cannot be listed: ' + fleet.error.message }));
+  }
+  const rs = fleet.data.replicas;
+  const live = rs.filter((r) => r.state === 'live').length;
+  return el('div', { class: 'panel' },
+    el('h2', { text: 'Replicas' }),
+    el('p', { class: 'muted', id: 'status-fleet', text: live + ' live' + (rs.length > live ? ', ' + (rs.length - live) + ' lost' : '') +
+      (rs.length === 1 && live === 1 ? ': this instance serves alone' : '') }),
+    el('table', { id: 'status-replicas' },
+      el('thead', {}, el('tr', {}, ['Replica', 'State', 'Admin URL', 'Host', 'PID', 'Version', 'Revision', 'Started', 'Last heartbeat'].map((h) => el('th', { text: h })))),
+      el('tbody', {}, rs.map((r) => el('tr', { class: r.state === 'lost' ? 'replica-lost' : '', 'data-replica': r.id },
+        el('td', { class: 'mono' }, r.id, r.self ? el('span', { class: 'muted', text: ' (this one)' }) : ''),
+        el('td', {}, el('span', { class: 'state state-' + r.state, text: r.state })),
+        el('td', { class: 'mono', text: r.url || '—' }),
+        el('td', { text: r.host }),
+        el('td', { class: 'num', text: String(r.pid) }),
+        el('td', { text: r.version }),
+        el('td', {}, el('code', { text: r.revision })),
+        el('td', {}, timeEl(r.started_at)),
+        el('td', {}, timeEl(r.seen_at)))))));
+}
+
 async function statusPage(signal) {
-  const st = (await call('GET', 'api/v1/status')).data;
+  const [st, fleet] = await Promise.all([
+    call('GET', 'api/v1/status').then((r) => r.data),
+    call('GET', 'api/v1/replicas').catch((error) => ({ error })),
+  ]);
   if (signal.aborted) {
     return;
   }
@@ -517,7 +548,8 @@ async function statusPage(signal) {
         el('thead', {}, el('tr', {}, ['Name', 'Upstream', 'Resolution'].map((h) => el('th', { text: h })), el('th', { class: 'num', text: 'Mocks' }))),
         el('tbody', {}, st.proxies.map((p) => el('tr', {},
           el('td', { text: p.name }), el('td', { class: 'mono', text: p.upstream }), el('td', { text: p.resolve }), el('td', { class: 'num', text: String(p.mocks) })))))
-      : el('p', { class: 'muted', text: 'No proxies in force.' })));
+      : el('p', { class: 'muted', text: 'No proxies in force.' })),
+    replicasPanel(fleet));
 }
 
 // ---- routing

@@ -6,7 +6,11 @@ import { el } from './form.js';
 
 // The formats are made once, for the page's lifetime: the locale and
 // zone are the browser's, read when the page loads.
-const clock = { hour: 'numeric', minute: '2-digit', second: '2-digit' };
+// A 24-hour clock writes its hour in two digits (07:08:55), as its users
+// read it; ICU's 'numeric' hour drops the zero in some locales and some
+// versions, a 12-hour clock keeps 'numeric' (7:08:55 AM).
+const hourCycle = new Intl.DateTimeFormat(undefined, { hour: 'numeric' }).resolvedOptions().hourCycle;
+const clock = { hour: hourCycle === 'h23' || hourCycle === 'h24' ? '2-digit' : 'numeric', minute: '2-digit', second: '2-digit' };
 const date = { year: 'numeric', month: '2-digit', day: '2-digit' };
 const formats = {
   time: new Intl.DateTimeFormat(undefined, clock),
