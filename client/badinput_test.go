@@ -57,6 +57,7 @@ var everyCall = map[string]func(context.Context, *client.Client) error{
 	"access":        func(ctx context.Context, c *client.Client) error { _, err := c.Access(ctx); return err },
 	"schema":        func(ctx context.Context, c *client.Client) error { _, err := c.Schema(ctx); return err },
 	"status":        func(ctx context.Context, c *client.Client) error { _, err := c.Status(ctx); return err },
+	"listReplicas":  func(ctx context.Context, c *client.Client) error { _, err := c.Replicas(ctx); return err },
 	"listRequests": func(ctx context.Context, c *client.Client) error {
 		_, err := c.Requests(ctx, client.Filter{})
 		return err
@@ -141,7 +142,7 @@ func TestAnAnswerNotTheAPIsIsAnError(t *testing.T) {
 	}{
 		{"text", "text/plain", "hello", 200},
 		{"html error", "text/html", "<html>502 Bad Gateway</html>", 502},
-		{"wrong JSON", "application/json", `{"proxies": "nope", "requests": 7, "matched": "x", "sessions": 1, "templates": {}, "counters": 2, "revision": 1, "mocks": 3, "caller": 1, "uptime_seconds": "x"}`, 200},
+		{"wrong JSON", "application/json", `{"proxies": "nope", "requests": 7, "matched": "x", "sessions": 1, "templates": {}, "counters": 2, "revision": 1, "mocks": 3, "caller": 1, "uptime_seconds": "x", "replicas": {}}`, 200},
 		{"empty", "", "", 200},
 	} {
 		t.Run(answer.name, func(t *testing.T) {

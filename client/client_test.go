@@ -157,6 +157,9 @@ func TestAccessIsTyped(t *testing.T) {
 	if err != nil || len(st.Proxies) != 1 || st.Proxies[0].Resolve != "default" || st.Proxies[0].Mocks != 1 || len(st.Revision) != 16 {
 		t.Errorf("Status: %+v %v", st, err)
 	}
+	if rs, err := anonymous.Replicas(ctx); err != nil || len(rs) != 1 || !rs[0].Self || rs[0].ID != st.Replica || rs[0].State != "live" || st.Fleet.Live != 1 {
+		t.Errorf("Replicas: %+v %v (status %+v)", rs, err, st)
+	}
 	if schema, err := anonymous.Schema(ctx); err != nil || !strings.Contains(string(schema), `"proxies"`) {
 		t.Errorf("Schema: %.80s %v", schema, err)
 	}

@@ -35,6 +35,46 @@ type Status struct {
 	// Seeded says whether fault rolls are reproducible (serve --seed).
 	Seeded  bool          `json:"seeded"`
 	Proxies []ProxyStatus `json:"proxies"`
+	// Replica is the id of the replica that answered.
+	Replica string `json:"replica"`
+	// Fleet counts the replicas serving the configuration.
+	Fleet FleetCount `json:"fleet"`
+}
+
+// FleetCount is how many replicas serve the configuration; Error says why
+// the registry could not be read, and the counts are then zero.
+type FleetCount struct {
+	Live  int    `json:"live"`
+	Lost  int    `json:"lost"`
+	Error string `json:"error,omitempty"`
+}
+
+// Replica is one replica of the fleet (SPEC §18.1).
+type Replica struct {
+	ID string `json:"id"`
+	// URL is the admin URL its peers reach it at.
+	URL      string `json:"url"`
+	Host     string `json:"host"`
+	PID      int    `json:"pid"`
+	Version  string `json:"version"`
+	Revision string `json:"revision"`
+	// StartedAt and SeenAt (its last heartbeat) are RFC 3339 times.
+	StartedAt string `json:"started_at"`
+	SeenAt    string `json:"seen_at"`
+	// State is "live", or "lost" after 10 s without a heartbeat.
+	State string `json:"state"`
+	// Self marks the replica that answered.
+	Self bool `json:"self"`
+}
+
+// Replicas lists the replicas serving the configuration, live first,
+// oldest start first; an instance with the file store lists itself.
+func (c *Client) Replicas(ctx context.Context) ([]Replica, error) {
+	var out struct {
+		Replicas []Replica `json:"replicas"`
+	}
+	_, err := c.do(ctx, call{op: opListReplicas, want: []int{http.StatusOK}, out: &out})
+	return out.Replicas, err
 }
 
 // ProxyStatus is one proxy in force.

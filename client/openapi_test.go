@@ -37,6 +37,8 @@ var types = []struct {
 	{client.RecordPreview{}, "RecordPreview"},
 	{client.ReloadResult{}, "ReloadResult"},
 	{client.Status{}, "StatusReport"},
+	{client.FleetCount{}, "StatusReport.fleet"},
+	{client.Replica{}, "ReplicaList.replicas[]"},
 	{client.Access{}, "AccessReport"},
 	{client.RequestList{}, "RequestList"},
 	{client.Request{}, "RequestEntry"},

@@ -35,6 +35,7 @@ var (
 	opAccess         = operation{"access", "GET", "/api/v1/access"}
 	opSchema         = operation{"schema", "GET", "/api/v1/schema"}
 	opStatus         = operation{"status", "GET", "/api/v1/status"}
+	opListReplicas   = operation{"listReplicas", "GET", "/api/v1/replicas"}
 	opListRequests   = operation{"listRequests", "GET", "/api/v1/requests"}
 	opClearRequests  = operation{"clearRequests", "DELETE", "/api/v1/requests"}
 	opStreamRequests = operation{"streamRequests", "GET", "/api/v1/requests/stream"}
@@ -46,7 +47,7 @@ var operations = []operation{
 	opListProxies, opCreateProxy, opReadProxy, opUpdateProxy, opDeleteProxy,
 	opListTemplates, opUploadTemplate, opDeleteTemplate, opListCounters, opResetCounters, opRecordProxy,
 	opListSessions, opCreateSession, opReadSession, opUpdateSession, opDeleteSession,
-	opReload, opAccess, opSchema, opStatus,
+	opReload, opAccess, opSchema, opStatus, opListReplicas,
 	opListRequests, opClearRequests, opStreamRequests, opVerifyRequests,
 }
 

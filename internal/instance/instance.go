@@ -203,7 +203,7 @@ func (i *Instance) join(o Options, rt *runtime.Runtime) error {
 		}
 		i.Fleet = m
 		i.stops = append(i.stops, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), joinTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 			defer cancel()
 			if err := m.Stop(ctx); err != nil {
 				o.Log.Warn("cannot delete this replica's row from the registry; the others will see it lost", "replica", self.ID, "error", err)
@@ -214,8 +214,13 @@ func (i *Instance) join(o Options, rt *runtime.Runtime) error {
 	return nil
 }
 
-// joinTimeout bounds the registry's first write and last delete.
-const joinTimeout = 5 * time.Second
+// joinTimeout bounds the registry's first write; leaveTimeout its last
+// delete, which a shutdown waits for (a database gone costs 2 s, then the
+// row goes lost by itself).
+const (
+	joinTimeout  = 5 * time.Second
+	leaveTimeout = 2 * time.Second
+)
 
 // watchAdvisories says what a change brings that is legal but worth saying
 // (each advisory once, when it first appears), and with Strict refuses a
