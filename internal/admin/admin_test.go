@@ -269,6 +269,10 @@ func TestEnvironmentTokens(t *testing.T) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
+	// The entry is named in backquotes, as Doppel 1.1 names it.
+	if _, err := ParseEnvTokens(`{"ci": {"token": "tooshort", "group": "admin"}}`); err == nil || !strings.Contains(err.Error(), "entry `ci`") || strings.Contains(err.Error(), "tooshort") {
+		t.Errorf("a short token: %v", err)
+	}
 	if toks, err := ParseEnvTokens("  "); err != nil || toks != nil {
 		t.Errorf("empty means none: %v %v", toks, err)
 	}
