@@ -128,7 +128,7 @@ proxies:
 	}
 	for _, want := range []string{
 		"server.host: `localhost` is not an IP address",
-		"proxies[0].loss.percentage: 50 is not a fraction",
+		"proxies[0].loss.percentage: 50 is not between 0.0 and 1.0",
 		"admin.port: must differ from server.port",
 		"proxies[0].latency.min: min must be <= max: min is 2 s, max is 1 s",
 	} {

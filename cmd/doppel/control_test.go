@@ -103,10 +103,11 @@ func TestTokenAdd(t *testing.T) {
 
 	r := doppel(t, invocation{args: []string{"token", "add", "--name", "deploy", "--group", "admin", "--socket", sock}})
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if r.code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "added: revision ") {
+	if r.code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "token `deploy` issued to group `admin`, revision ") ||
+		lines[1] != "it is in force now, and this is the only time it is shown:" {
 		t.Fatalf("%s", r)
 	}
-	token := lines[1]
+	token := lines[2]
 	// In force before the command answered.
 	req, _ := http.NewRequest("GET", "http://"+adminAddr+"/api/v1/proxies", nil)
 	req.Header.Set("X-Proxy-Authorization", "Bearer "+token)
@@ -126,8 +127,8 @@ func TestTokenAdd(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--name", "deploy"}, 1, "already exists"},
-		{[]string{"--name", "ci"}, 1, "claimed by the environment (DOPPEL_ADMIN_TOKENS)"},
+		{[]string{"--name", "deploy"}, 1, "token not issued: CONFLICT\na token named `deploy` already exists"},
+		{[]string{"--name", "ci"}, 1, "`ci` is supplied by the environment (DOPPEL_ADMIN_TOKENS): a stored token of that name would never authenticate"},
 		{[]string{"--name", "bad.name"}, 2, "--name"},
 		{[]string{}, 2, "--name"},
 		{[]string{"--name", "ok", "--group", "x y"}, 2, "--group"},
@@ -215,7 +216,7 @@ func TestTheSocketServesWhatTheCommandNames(t *testing.T) {
 	if r := doppel(t, invocation{args: []string{"config", "reload", "--config", cfg}}); r.code != wantOK {
 		t.Errorf("reload of its own configuration: %s", r)
 	}
-	if r := doppel(t, invocation{args: []string{"token", "add", "--name", "mine", "--group", "admin", "--socket", sock}}); r.code != wantOK || !strings.HasPrefix(r.stdout, "added: revision ") {
+	if r := doppel(t, invocation{args: []string{"token", "add", "--name", "mine", "--group", "admin", "--socket", sock}}); r.code != wantOK || !strings.HasPrefix(r.stdout, "token `mine` issued to group `admin`, revision ") {
 		t.Errorf("token add --socket alone: %s", r)
 	}
 }
@@ -253,10 +254,10 @@ func TestTheReadmesTokenAddWorks(t *testing.T) {
 	args := append(strings.Fields(m[1]), "--socket", sock)
 	r := doppel(t, invocation{args: args, dir: root})
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if r.code != wantOK || len(lines) != 2 {
+	if r.code != wantOK || len(lines) != 3 {
 		t.Fatalf("%v: %s", args, r)
 	}
-	created := call(t, "POST", "http://"+admin+"/api/v1/proxies", `{"proxy": {"name": "made-by-me", "type": "http", "url": "http://127.0.0.1:9", "resolve": {"type": "header", "header": "X-Me"}}}`, bearer(lines[1])...)
+	created := call(t, "POST", "http://"+admin+"/api/v1/proxies", `{"proxy": {"name": "made-by-me", "type": "http", "url": "http://127.0.0.1:9", "resolve": {"type": "header", "header": "X-Me"}}}`, bearer(lines[2])...)
 	if created.status != 201 {
 		t.Errorf("the README's token cannot write: %d %s", created.status, created.body)
 	}

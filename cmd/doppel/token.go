@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/control"
 	"github.com/spf13/cobra"
@@ -33,8 +35,8 @@ func newTokenAddCmd() *cobra.Command {
 The server generates the token (a UUID v4), stores it and puts it in force
 before answering. The token is printed alone on the last line, so
 "| tail -1" captures it. The group defaults to user, which reads; --group
-admin may write. A name already in use, or claimed by DOPPEL_ADMIN_TOKENS,
-is refused (exit 1), and so is a doppel behind the socket that serves
+admin may write. A name already in use, or supplied by DOPPEL_ADMIN_TOKENS,
+is refused (exit 1, "token not issued: <CODE>" and the reason), and so is a doppel behind the socket that serves
 another configuration than the one named (--socket alone skips that
 check).`,
 		Args: cobra.NoArgs,
@@ -54,9 +56,11 @@ check).`,
 				return err
 			}
 			if !resp.OK {
-				return refusal(cmd, "token add refused", resp)
+				return refusal(cmd, "token not issued", resp)
 			}
-			return write(cmd, "added: revision "+resp.Revision+"\n"+resp.Token+"\n")
+			// Doppel 1.1's lines, the token alone on the last.
+			return write(cmd, fmt.Sprintf("token `%s` issued to group `%s`, revision %s\nit is in force now, and this is the only time it is shown:\n%s\n",
+				name, group, resp.Revision, resp.Token))
 		},
 	}
 	flags.register(cmd)

@@ -269,6 +269,10 @@ func TestEnvironmentTokens(t *testing.T) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
+	// The entry is named in backquotes, as Doppel 1.1 names it.
+	if _, err := ParseEnvTokens(`{"ci": {"token": "tooshort", "group": "admin"}}`); err == nil || !strings.Contains(err.Error(), "entry `ci`") || strings.Contains(err.Error(), "tooshort") {
+		t.Errorf("a short token: %v", err)
+	}
 	if toks, err := ParseEnvTokens("  "); err != nil || toks != nil {
 		t.Errorf("empty means none: %v %v", toks, err)
 	}
@@ -489,7 +493,7 @@ func TestABodyReportsEveryProblemAtOnce(t *testing.T) {
 		"latency": {"percentage": 0.5, "min": 2, "max": 1}}}`)
 	expectCode(t, a, 400, "CONFIG_INVALID")
 	msg, _ := a.body["message"].(string)
-	if !strings.Contains(msg, "loss.percentage: 50 is not a fraction") || !strings.Contains(msg, "latency.min: min must be <= max") {
+	if !strings.Contains(msg, "loss.percentage: 50 is not between 0.0 and 1.0") || !strings.Contains(msg, "latency.min: min must be <= max") {
 		t.Errorf("the message: %s", msg)
 	}
 }

@@ -48,20 +48,20 @@ func ParseEnvTokens(raw string) ([]Token, error) {
 			return nil, fmt.Errorf("%s: entry %q: %v", EnvTokens, name, err)
 		}
 		if e.Token == nil {
-			return nil, fmt.Errorf("%s: entry %q has no token", EnvTokens, name)
+			return nil, fmt.Errorf("%s: entry `%s` has no token", EnvTokens, name)
 		}
 		tok, err := config.ParseToken(*e.Token)
 		if err != nil {
-			return nil, fmt.Errorf("%s: entry %q: %v", EnvTokens, name, err)
+			return nil, fmt.Errorf("%s: entry `%s` is not usable: %v", EnvTokens, name, err)
 		}
 		if other, dup := seen[tok]; dup {
-			return nil, fmt.Errorf("%s: entries %q and %q have the same token", EnvTokens, other, name)
+			return nil, fmt.Errorf("%s: entries `%s` and `%s` have the same token", EnvTokens, other, name)
 		}
 		seen[tok] = name
 		group := config.GroupUser
 		if e.Group != nil {
 			if group, err = config.ParseName(*e.Group); err != nil {
-				return nil, fmt.Errorf("%s: entry %q: group: %v", EnvTokens, name, err)
+				return nil, fmt.Errorf("%s: entry `%s`: group: %v", EnvTokens, name, err)
 			}
 		}
 		out = append(out, Token{Name: n, Group: group, Value: tok})

@@ -93,7 +93,7 @@ func Advisories(d *Document) []Advisory {
 	for i, p := range d.Proxies {
 		at := fmt.Sprintf("proxies[%d]", i)
 		if p.URL != nil && p.URL.HasCredentials() {
-			add(at+".url", "the upstream URL carries credentials; they are part of the proxy document the admin API returns to anyone who may read it")
+			add(at+".url", "proxy %s has a username or password in its upstream url; the upstream URL carries credentials, and they are part of the proxy document the admin API returns to anyone who may read it", quote(string(p.Name)))
 		}
 		if p.Resolve != nil && p.Resolve.Type == ResolveDefault && p.Resolve.Header != "" {
 			add(at+".resolve.header", "ignored: the proxy is the default, so no header selects it")
@@ -121,13 +121,15 @@ func Advisories(d *Document) []Advisory {
 			for _, v := range m.Request.Declared() {
 				if slices.Contains(SystemVariables, v.Name) {
 					add(fmt.Sprintf("%s.request.%s.%s", mat, v.Source, v.Name),
-						"%s is a system variable; the value extracted into it is discarded", quote(v.Name))
+						"mock %s of proxy %s extracts %s into a name Doppel binds itself: %s is a system variable; the value extracted into it is discarded",
+						quote(string(m.Name)), quote(string(p.Name)), quote(v.Name), quote(v.Name))
 				}
 			}
 			for _, g := range m.Request.URL.Groups() {
 				if slices.Contains(SystemVariables, g) {
 					add(mat+".request.url",
-						"capture group %s is a system variable; the value captured into it is discarded", quote(g))
+						"mock %s of proxy %s captures %s into a name Doppel binds itself: capture group %s is a system variable; the value captured into it is discarded",
+						quote(string(m.Name)), quote(string(p.Name)), quote(g), quote(g))
 				}
 			}
 		}

@@ -47,7 +47,7 @@ func Validate(d *Document) []Violation {
 		case ResolveDefault:
 			// V10: at most one default proxy.
 			if firstDefault >= 0 {
-				add("V10", at+".resolve", "only one proxy may be the default, and proxies[%d] (%s) already is; give this one `type: header`",
+				add("V10", at+".resolve", "only one proxy may use `type: default`, and proxies[%d] (%s) already does; give this one `type: header`",
 					firstDefault, d.Proxies[firstDefault].Name)
 			} else {
 				firstDefault = i
@@ -108,7 +108,7 @@ func validateMocks(at string, p Proxy) []Violation {
 		for _, v := range m.Request.Declared() {
 			if slices.Contains(groups, v.Name) {
 				add("V19", fmt.Sprintf("%s.request.%s.%s", mat, v.Source, v.Name),
-					"variable %s is also a named capture group of request.url; rename one of them", quote(v.Name))
+					"variable %s collides with a capture group in request.url of the same name; rename one of them", quote(v.Name))
 			}
 		}
 		r := m.Response
@@ -124,7 +124,7 @@ func validateMocks(at string, p Proxy) []Violation {
 		}
 		// V20: at most one body source.
 		if len(bodies) > 1 {
-			add("V20", mat+".response", "at most one of body, json and template may be set, found %s", strings.Join(bodies, " and "))
+			add("V20", mat+".response", "at most one of `body`, `json`, `template` may be set, found %s", strings.Join(bodies, " and "))
 		}
 		// V30: 204 and 304 carry no body.
 		if (r.Status == 204 || r.Status == 304) && len(bodies) > 0 {
@@ -157,9 +157,15 @@ func validateMocks(at string, p Proxy) []Violation {
 // checkTemplate is V21: the template parses.
 func checkTemplate(path, src string) []Violation {
 	if _, err := jinja.Compile(src); err != nil {
-		return []Violation{{Rule: "V21", Path: path, Message: fmt.Sprintf("the template does not parse: %v", err)}}
+		return []Violation{{Rule: "V21", Path: path, Message: fmt.Sprintf("`%s` is not a valid template: it does not parse: %v", templateField(path), err)}}
 	}
 	return nil
+}
+
+// templateField is the key a template sits under, for the message:
+// "json" for response.json, "X-Id" for response.headers.X-Id.
+func templateField(path string) string {
+	return path[strings.LastIndex(path, ".")+1:]
 }
 
 // mockVariables are the names a mock's templates can read: its capture
@@ -195,7 +201,7 @@ func validateTokens(d *Document) []Violation {
 		// The value is a secret: the message names only where it was seen.
 		if j, dup := values[t.Token]; dup {
 			vs = append(vs, Violation{Rule: "V26", Path: at + ".token",
-				Message: fmt.Sprintf("this token value is already used by admin.tokens[%d]; every token must be unique", j)})
+				Message: fmt.Sprintf("duplicate token value: this one is already used by admin.tokens[%d]; every token must be unique", j)})
 		} else {
 			values[t.Token] = i
 		}
@@ -222,13 +228,13 @@ func validateAccess(d *Document) []Violation {
 		// V34: no write action is public by omission.
 		if s.Public && act.IsWrite() && !public {
 			vs = append(vs, Violation{Rule: "V34", Path: path,
-				Message: fmt.Sprintf("`%s` may not be public: no configuration wants an unauthenticated caller rewriting the proxy set (set admin.public: true if that is really meant)", act.Name)})
+				Message: fmt.Sprintf("`%s` must not be public: no configuration wants an unauthenticated caller rewriting the proxy set (name a token or a group, or set admin.public: true if that is really meant)", act.Name)})
 		}
 		for _, n := range s.Names {
 			// V27: every name refers to something that exists.
 			if !known[n] {
 				vs = append(vs, Violation{Rule: "V27", Path: path,
-					Message: fmt.Sprintf("%s is neither a token name nor a group any token carries (admin and user always exist)", quote(string(n)))})
+					Message: fmt.Sprintf("unknown token or group %s: it is neither a token name nor a group any token carries (admin and user always exist)", quote(string(n)))})
 			}
 			// V36: names are drawn from admin.groups.
 			if !public && !anyName && n != GroupAdmin && !slices.Contains(allowed, n) {

@@ -34,7 +34,7 @@ func checkName(s string, max int) error {
 	if !namePattern.MatchString(s) {
 		msg := fmt.Sprintf("%s is not a valid name: use letters, digits, `-` and `_`", quote(s))
 		if strings.Contains(s, ".") {
-			msg += fmt.Sprintf("; `.` is not allowed (write %s)", strings.ReplaceAll(s, ".", "-"))
+			msg += fmt.Sprintf("; a name may no longer contain `.` (write %s, or use `_`)", strings.ReplaceAll(s, ".", "-"))
 		}
 		return fmt.Errorf("%s", msg)
 	}
@@ -141,10 +141,13 @@ func (v *Ratio) UnmarshalYAML(n ast.Node) error {
 func ParseRatio(f float64) (Ratio, error) {
 	switch {
 	case f > 1 && f <= 100:
-		return 0, fmt.Errorf("%s is not a fraction: shares are written from 0.0 to 1.0, so %s%% is %s",
-			fmtFloat(f), fmtFloat(f), fmtFloat(f/100))
+		msg := fmt.Sprintf("%s is not between 0.0 and 1.0: shares are fractions, so 50%% is `0.5`", fmtFloat(f))
+		if f != 50 {
+			msg += fmt.Sprintf(" and %s%% is %s", fmtFloat(f), fmtFloat(f/100))
+		}
+		return 0, fmt.Errorf("%s", msg)
 	case f < 0 || f > 1 || math.IsNaN(f):
-		return 0, fmt.Errorf("%s is out of range: shares are fractions from 0.0 to 1.0", fmtFloat(f))
+		return 0, fmt.Errorf("%s is not between 0.0 and 1.0: shares are fractions, so 50%% is `0.5`", fmtFloat(f))
 	}
 	return Ratio(f), nil
 }
@@ -165,11 +168,13 @@ func (v *Seconds) UnmarshalYAML(n ast.Node) error {
 	}
 	switch {
 	case f < 0:
-		return refuse(n, "%s is negative: seconds are 0 to %d", fmtFloat(f), maxSeconds)
+		return refuse(n, "a latency must not be negative, and %s is: seconds are 0 to %d", fmtFloat(f), maxSeconds)
 	case f > maxSeconds:
 		msg := fmt.Sprintf("%s seconds is over the %d-second maximum", fmtFloat(f), maxSeconds)
 		if f >= 1000 {
 			msg += fmt.Sprintf("; it looks like milliseconds: write %s", fmtFloat(f/1000))
+		} else {
+			msg += "; a latency is in seconds, not milliseconds"
 		}
 		return refuse(n, "%s", msg)
 	}
@@ -192,13 +197,13 @@ func (v *Timeout) UnmarshalYAML(n ast.Node) error {
 	}
 	switch {
 	case i == 0:
-		return refuse(n, "a timeout of 0 is refused rather than read as no timeout; leave timeout out for the default of %d seconds", DefaultTimeout)
+		return refuse(n, "a timeout of 0 would mean no timeout at all, so it is refused; leave `timeout` out for the default of %d seconds", DefaultTimeout)
 	case i < 0:
-		return refuse(n, "%d is negative: timeout is 1 to 3600 whole seconds", i)
+		return refuse(n, "a timeout must not be negative, and %d is: timeout is 1 to 3600 whole seconds", i)
 	case i > 3600:
-		msg := fmt.Sprintf("%d seconds is over the 3600-second maximum", i)
+		msg := fmt.Sprintf("%d seconds is over the 3600-second maximum; timeout is in seconds, not milliseconds", i)
 		if i >= 1000 {
-			msg += fmt.Sprintf("; it looks like milliseconds: timeout is in seconds, so write %s", fmtFloat(float64(i)/1000))
+			msg += fmt.Sprintf(", so it looks like milliseconds: write %s", fmtFloat(float64(i)/1000))
 		}
 		return refuse(n, "%s", msg)
 	}
@@ -267,9 +272,13 @@ func ParseBytes(s string) (int64, error) {
 	}
 	unit := strings.ToLower(m[2])
 	if unit == "k" || unit == "m" || unit == "g" {
+		// The decimal kilo is lower case (kB), as the units table spells it.
+		bin, dec := strings.ToUpper(unit), strings.ToUpper(unit)
+		if unit == "k" {
+			dec = "k"
+		}
 		return 0, fmt.Errorf("%s: write %s%si or %s%sB (a bare %s is ambiguous: %si is 1024-based, %sB is 1000-based)",
-			t, m[1], strings.ToUpper(unit), m[1], strings.ToUpper(unit),
-			strings.ToUpper(unit), strings.ToUpper(unit), strings.ToUpper(unit))
+			t, m[1], bin, m[1], dec, m[2], bin, dec)
 	}
 	mult, ok := sizeUnits[unit]
 	if !ok {
@@ -277,15 +286,17 @@ func ParseBytes(s string) (int64, error) {
 	}
 	num, err := strconv.ParseInt(m[1], 10, 64)
 	if err != nil || num > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%s is too large a size", t)
+		return 0, fmt.Errorf("%s is too large a size: it would overflow a byte count", t)
 	}
 	return num * mult, nil
 }
 
 func checkSize(b int64, spelled string) (ByteSize, error) {
 	switch {
-	case b <= 0:
-		return 0, fmt.Errorf("a size of %s is refused: it would reject every body; sizes are 1 byte to 1 GiB", spelled)
+	case b < 0:
+		return 0, fmt.Errorf("a size must not be negative, and %s is: sizes are 1 byte to 1 GiB", spelled)
+	case b == 0:
+		return 0, fmt.Errorf("a size of %s would reject everything, every body included; sizes are 1 byte to 1 GiB", spelled)
 	case b > maxByteSize:
 		return 0, fmt.Errorf("%s is over the 1 GiB maximum", spelled)
 	}
@@ -316,7 +327,7 @@ func CheckHeaderName(s string) error {
 	}
 	for _, r := range s {
 		if !isTokenChar(r) {
-			return fmt.Errorf("%s is not a header name: %q is not allowed (letters, digits and !#$%%&'*+-.^_`|~ only)", quote(s), r)
+			return fmt.Errorf("%s is not a valid header name: %q is not allowed (letters, digits and !#$%%&'*+-.^_`|~ only)", quote(s), r)
 		}
 	}
 	return nil
@@ -349,7 +360,7 @@ func CheckHeaderValue(s string) error {
 	for _, r := range s {
 		switch {
 		case r == '\r' || r == '\n':
-			return fmt.Errorf("a header value may not contain a line break")
+			return fmt.Errorf("a header value may not contain a line break: it would end the header early, and the rest would be read as headers of their own")
 		case r != ' ' && r != '\t' && (r < 0x21 || r > 0x7e):
 			return fmt.Errorf("a header value may contain only visible ASCII, space and tab, not %q", r)
 		}
@@ -381,8 +392,11 @@ func ParseToken(s string) (Token, error) {
 			return "", fmt.Errorf("a token may contain only printable ASCII without spaces")
 		}
 	}
-	if len(s) < 32 || len(s) > 255 {
-		return "", fmt.Errorf("a token is 32 to 255 characters, this one is %d (a UUID v4 is the recommended shape)", len(s))
+	switch {
+	case len(s) < 32:
+		return "", fmt.Errorf("a token must be at least 32 characters, this one is %d (32 to 255; a UUID v4 is the recommended shape)", len(s))
+	case len(s) > 255:
+		return "", fmt.Errorf("a token must be at most 255 characters, this one is %d (32 to 255; a UUID v4 is the recommended shape)", len(s))
 	}
 	return Token(s), nil
 }
@@ -407,9 +421,9 @@ func (v *Method) UnmarshalYAML(n ast.Node) error {
 		return nil
 	}
 	if up := strings.ToUpper(s); slices.Contains(Methods, up) {
-		return refuse(n, "%s is not upper case: methods are matched exactly, so write %s", quote(s), up)
+		return refuse(n, "HTTP methods are case-sensitive: %s is not upper case, so use `%s`", quote(s), up)
 	}
-	return refuse(n, "%s is not a known method; use one of %s", quote(s), strings.Join(Methods, ", "))
+	return refuse(n, "%s is not a method Doppel knows; the list is a typo guard (to add it, report the method as missing): %s", quote(s), strings.Join(Methods, ", "))
 }
 
 // Status is the HTTP status of an answer Doppel gives itself (a mock's, a
@@ -452,7 +466,7 @@ func (v *Pattern) UnmarshalYAML(n ast.Node) error {
 func ParsePattern(s string) (Pattern, error) {
 	re, err := regexp.Compile(s)
 	if err != nil {
-		return Pattern{}, fmt.Errorf("%s is not a valid regular expression: %v", quote(s), err)
+		return Pattern{}, fmt.Errorf("%s is not a valid regex: %v", quote(s), err)
 	}
 	return Pattern{re: re}, nil
 }
@@ -495,7 +509,7 @@ func (v *Selector) UnmarshalYAML(n ast.Node) error {
 		return err
 	}
 	if !strings.HasPrefix(s, ".") || len(s) < 2 {
-		return refuse(n, "%s is not a selector: write a leading dot then dot-separated keys, as in .content.items", quote(s))
+		return refuse(n, "selector %s must start with `.`: write a leading dot then dot-separated keys, as in .content.items", quote(s))
 	}
 	keys := strings.Split(s[1:], ".")
 	for _, k := range keys {
@@ -548,7 +562,7 @@ func CheckTemplateName(s string) error {
 	case strings.HasPrefix(s, "."):
 		return fmt.Errorf("%s must not start with a dot: hidden names, `.` and `..` are refused", quote(s))
 	case strings.ContainsAny(s, `/\`):
-		return fmt.Errorf("%s is not one path component: a template file name may not contain / or \\", quote(s))
+		return fmt.Errorf("%s is not one path component: a template file name must not contain a path separator (/ or \\)", quote(s))
 	case strings.Contains(s, ".."):
 		return fmt.Errorf("%s must not contain `..`", quote(s))
 	}
@@ -598,15 +612,15 @@ func parseHTTPURL(raw string) (*url.URL, error) {
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%s is not an absolute http or https URL", quote(s))
+		return nil, fmt.Errorf("url must be absolute: %s is not an absolute http or https URL", quote(s))
 	case u.Host == "" || u.Opaque != "":
 		return nil, fmt.Errorf("%s has no host: write an absolute URL such as https://api.example.com/", quote(s))
 	case !validPort(u.Port()):
 		return nil, fmt.Errorf("%s has port %s: ports are 1 to 65535", quote(s), u.Port())
 	case u.RawQuery != "" || u.ForceQuery:
-		return nil, fmt.Errorf("%s has a query string, which would be discarded: the forwarded request's own query replaces it", quote(s))
+		return nil, fmt.Errorf("%s: a query string or fragment is not allowed here; this query would be discarded, as the forwarded request's own query replaces it", quote(s))
 	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return nil, fmt.Errorf("%s has a fragment, which is never sent to a server", quote(s))
+		return nil, fmt.Errorf("%s: a query string or fragment is not allowed here; a fragment is never sent to a server", quote(s))
 	}
 	u.Host = strings.ToLower(u.Host)
 	if u.Path == "" {

@@ -258,13 +258,13 @@ func (s *Server) addToken(ctx context.Context, req Request) Response {
 		}
 	}
 	if slices.Contains(s.envNames, name) {
-		return Response{Code: "CONFLICT", Message: "token name " + string(name) + " is claimed by the environment (DOPPEL_ADMIN_TOKENS): a stored token of that name could never authenticate"}
+		return Response{Code: "CONFLICT", Message: "`" + string(name) + "` is supplied by the environment (DOPPEL_ADMIN_TOKENS): a stored token of that name would never authenticate, since the environment's is looked up first"}
 	}
 	token := config.Token(uuid.NewString())
 	rt, err := s.ctl.Write(ctx, func(doc *config.Document) error {
 		for _, t := range doc.Admin.Tokens {
 			if t.Name == name {
-				return &change.Conflict{Reason: "a token named " + string(name) + " already exists"}
+				return &change.Conflict{Reason: "a token named `" + string(name) + "` already exists"}
 			}
 		}
 		doc.Admin.Tokens = append(doc.Admin.Tokens, config.TokenEntry{Name: name, Group: group, Token: token})

@@ -253,7 +253,7 @@ func errorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, err
 		if context.Cause(r.Context()) == errUpstreamTimeout {
 			ex.rec.UpstreamFailed = true
 			ex.rec.UpstreamCause, ex.rec.UpstreamError = causeTimeout, "no answer within the proxy's timeout of "+ex.proxy.Timeout.String()
-			ex.fail(apierr.UpstreamTimeout, "the upstream did not answer within the proxy's timeout of "+ex.proxy.Timeout.String())
+			ex.fail(apierr.UpstreamTimeout, "upstream timed out: no answer within the proxy's timeout of "+ex.proxy.Timeout.String())
 			return
 		}
 		ex.rec.UpstreamFailed = true

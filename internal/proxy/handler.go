@@ -303,7 +303,7 @@ func (h *Handler) resolve(ex *exchange, rt *runtime.Runtime) *runtime.Proxy {
 	}
 	p := rt.Resolve(ex.req.Header)
 	if p == nil {
-		ex.fail(apierr.ProxyNotResolved, "no proxy matches this request, and none is the default")
+		ex.fail(apierr.ProxyNotResolved, "no proxy matched the request and no default proxy is configured: send a header that names one, or give one proxy `type: default`")
 		return nil
 	}
 	ex.proxy = p

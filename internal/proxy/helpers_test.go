@@ -192,6 +192,17 @@ func envelope(t *testing.T, res *http.Response, b []byte, status int, code strin
 	}
 }
 
+// envelopeSays is envelope whose message also contains says (Doppel 1.1's
+// words for the code, §19.4).
+func envelopeSays(t *testing.T, res *http.Response, b []byte, status int, code, says string) {
+	t.Helper()
+	envelope(t, res, b, status, code)
+	var e struct{ Message string }
+	if err := json.Unmarshal(b, &e); err != nil || !strings.Contains(e.Message, says) {
+		t.Errorf("the %s envelope says %q, want it to contain %q", code, e.Message, says)
+	}
+}
+
 // fixed answers every roll of one kind with the same number.
 type fixed map[fault.Roll]float64
 

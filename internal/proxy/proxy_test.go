@@ -74,7 +74,7 @@ func TestResolution(t *testing.T) {
 	t.Run("no default", func(t *testing.T) {
 		d := start(t, head+"proxies: [{name: zeta, type: http, url: '"+up["zeta"].URL+"', resolve: {type: header, header: X-Backend}}]\n", nil)
 		res, body := get(t, d.URL+"/x", nil)
-		envelope(t, res, body, 404, "PROXY_NOT_RESOLVED")
+		envelopeSays(t, res, body, 404, "PROXY_NOT_RESOLVED", "no proxy matched the request and no default proxy is configured")
 	})
 	t.Run("no proxies", func(t *testing.T) {
 		d := start(t, head, nil)
@@ -371,7 +371,7 @@ func TestUpstreamFailures(t *testing.T) {
 		d := start(t, oneProxy(up.URL, "timeout: 1"), nil)
 		began := time.Now()
 		res, body := get(t, d.URL+"/", nil)
-		envelope(t, res, body, 504, "UPSTREAM_TIMEOUT")
+		envelopeSays(t, res, body, 504, "UPSTREAM_TIMEOUT", "upstream timed out")
 		if el := time.Since(began); el < 900*time.Millisecond || el > 10*time.Second {
 			t.Errorf("the timeout fired after %v, want about 1s", el)
 		}

@@ -401,7 +401,7 @@ func (m *Mock) render(vars *jinja.Vars, file *jinja.Template) (*Answer, error) {
 			return nil, fail(kindOf(err), "mock %s: %s", m.Name, reason(err))
 		}
 		if m.kind == bodyJSON && !json.Valid(out) {
-			return nil, fail(RenderFailed, "mock %s: the json template rendered something that is not JSON", m.Name)
+			return nil, fail(RenderFailed, "mock %s: the json template rendered successfully, but its output is not valid json", m.Name)
 		}
 		a.Body = out
 	}

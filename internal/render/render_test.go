@@ -144,8 +144,8 @@ name: mm
 request: {method: GET, url: x}
 response: {status: 200, json: "{oops}"}
 `)
-	if _, err := run(t, bad, &Input{}); err == nil || err.(*Error).Kind != RenderFailed {
-		t.Fatalf("invalid JSON was sent: %v", err)
+	if _, err := run(t, bad, &Input{}); err == nil || err.(*Error).Kind != RenderFailed || !strings.Contains(err.(*Error).Message, "its output is not valid json") {
+		t.Fatalf("invalid JSON was sent, or refused in other words than 1.1's: %v", err)
 	}
 }
 

@@ -60,21 +60,39 @@ func (o Options) Check() error {
 }
 
 // MaskURL hides the secrets of a database URL so that it can appear in an
-// error or a log line: the password, and every query parameter whose name
-// mentions one (password, sslpassword). A value that is not a hierarchical
-// URL (a key=value DSN, `postgres:u:p@h`) is hidden whole.
+// error or a log line, as Doppel 1.1 does: the password becomes `***`
+// (user:***@host), and so does every query parameter whose name mentions
+// one (password, sslpassword). A value that is not a hierarchical URL (a
+// key=value DSN, `postgres:u:p@h`) is hidden whole.
 func MaskURL(raw string) string {
 	const hidden = "<database url hidden>"
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" || u.Opaque != "" {
 		return hidden
 	}
-	q := u.Query()
-	for key := range q {
-		if strings.Contains(strings.ToLower(key), "password") {
-			q.Set(key, "xxxxx")
+	// url.UserPassword would escape the mask, so the user part is put back
+	// by hand.
+	var userinfo string
+	if _, has := u.User.Password(); has {
+		userinfo = url.User(u.User.Username()).String() + ":" + Masked + "@"
+		u.User = nil
+	}
+	// The query is rewritten by hand: url.Values.Encode would escape the
+	// mask and reorder the parameters.
+	params := strings.Split(u.RawQuery, "&")
+	for i, p := range params {
+		key, _, _ := strings.Cut(p, "=")
+		if k, err := url.QueryUnescape(key); err == nil && strings.Contains(strings.ToLower(k), "password") {
+			params[i] = key + "=" + Masked
 		}
 	}
-	u.RawQuery = q.Encode()
-	return u.Redacted()
+	u.RawQuery = strings.Join(params, "&")
+	shown := u.String()
+	if userinfo != "" {
+		shown = strings.Replace(shown, "://", "://"+userinfo, 1)
+	}
+	return shown
 }
+
+// Masked is what stands in a shown URL for a secret it carried.
+const Masked = "***"

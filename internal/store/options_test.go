@@ -7,10 +7,11 @@ import (
 
 func TestMaskURLHidesSecrets(t *testing.T) {
 	cases := map[string]string{
-		"postgres://u:secret@127.0.0.1:5432/db":             "postgres://u:xxxxx@127.0.0.1:5432/db",
-		"postgres://u@h/db?password=secret&sslmode=disable": "postgres://u@h/db?password=xxxxx&sslmode=disable",
-		"postgres://u@h/db?sslpassword=secret":              "postgres://u@h/db?sslpassword=xxxxx",
+		"postgres://u:secret@127.0.0.1:5432/db":             "postgres://u:***@127.0.0.1:5432/db",
+		"postgres://u@h/db?password=secret&sslmode=disable": "postgres://u@h/db?password=***&sslmode=disable",
+		"postgres://u@h/db?sslpassword=secret":              "postgres://u@h/db?sslpassword=***",
 		"postgres://h/db":                                   "postgres://h/db",
+		"postgres://u:secret@h/db?a=1&PassWord=secret&b=2":  "postgres://u:***@h/db?a=1&PassWord=***&b=2",
 		"postgres:u:secret@127.0.0.1:1/db":                  "<database url hidden>",
 		"host=127.0.0.1 user=u password=secret dbname=d":    "<database url hidden>",
 		"postgres://u:secret@[::1":                          "<database url hidden>",

@@ -26,16 +26,24 @@ func SentryDSN(fromDocument string) (dsn, source string) {
 }
 
 // MaskDSN hides a DSN's key (its user part), which authorises sending
-// events, wherever a DSN could be shown.
+// events, wherever a DSN could be shown: the key becomes `***` and a
+// password `***` too (***:***@host), the host stays. A DSN that does not
+// parse is shown as <redacted>, as Doppel 1.1 shows it.
 func MaskDSN(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Host == "" {
-		return "<dsn hidden>"
+		return "<redacted>"
 	}
-	if u.User != nil {
-		u.User = url.User("xxxxx")
+	if u.User == nil {
+		return u.String()
 	}
-	return u.String()
+	// Put back by hand: url.User would escape the mask.
+	userinfo := "***@"
+	if _, has := u.User.Password(); has {
+		userinfo = "***:***@"
+	}
+	u.User = nil
+	return strings.Replace(u.String(), "://", "://"+userinfo, 1)
 }
 
 // Reporter sends errors Doppel could not handle (recovered panics, failed

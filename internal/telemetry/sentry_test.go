@@ -34,8 +34,15 @@ func TestMalformedDSNIsMasked(t *testing.T) {
 	if err != nil || !r.Enabled() {
 		t.Fatalf("a valid DSN: %v", err)
 	}
-	if m := MaskDSN("https://secretkey@sentry.example.com/42"); strings.Contains(m, "secretkey") || !strings.Contains(m, "sentry.example.com/42") {
-		t.Fatal(m)
+	for dsn, want := range map[string]string{
+		"https://secretkey@sentry.example.com/42":        "https://***@sentry.example.com/42",
+		"https://secretkey:secret@sentry.example.com/42": "https://***:***@sentry.example.com/42",
+		"https://sentry.example.com/42":                  "https://sentry.example.com/42",
+		"not a dsn, but it might be a secretkey":         "<redacted>",
+	} {
+		if m := MaskDSN(dsn); m != want {
+			t.Errorf("MaskDSN(%q) = %q, want %q", dsn, m, want)
+		}
 	}
 	off, _ := NewReporter("", "v")
 	off.Report(nil) // reports nothing, and does not fail

@@ -76,7 +76,7 @@ func maskIn(err error, url string) string {
 	if i := strings.Index(url, "://"); i >= 0 {
 		if at := strings.Index(url[i+3:], "@"); at >= 0 {
 			if _, pass, ok := strings.Cut(url[i+3:i+3+at], ":"); ok && pass != "" {
-				msg = strings.ReplaceAll(msg, pass, "xxxxx")
+				msg = strings.ReplaceAll(msg, pass, store.Masked)
 			}
 		}
 	}
