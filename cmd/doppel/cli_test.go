@@ -201,7 +201,7 @@ var mintedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 var invalidDocLines = []*regexp.Regexp{
 	regexp.MustCompile(`^admin\.port: \S.*$`),
-	regexp.MustCompile(`^proxies\[0\]\.latency\.min: min must be <= max: min is [0-9.]+ s, max is [0-9.]+ s( \(line \d+\))?$`),
+	regexp.MustCompile(`^proxies\[0\]\.latency\.min: proxy .[a-z]+.: min must be <= max: min is [0-9.]+ s, max is [0-9.]+ s( \(line \d+\))?$`),
 	regexp.MustCompile(`^proxies\[1\]\.name: \S.*$`),
 }
 

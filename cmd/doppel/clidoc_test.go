@@ -128,9 +128,9 @@ proxies:
 	}
 	for _, want := range []string{
 		"server.host: `localhost` is not an IP address",
-		"proxies[0].loss.percentage: 50 is not between 0.0 and 1.0",
+		"proxies[0].loss.percentage: proxy `zeta`: 50 is not between 0.0 and 1.0",
 		"admin.port: must differ from server.port",
-		"proxies[0].latency.min: min must be <= max: min is 2 s, max is 1 s",
+		"proxies[0].latency.min: proxy `zeta`: min must be <= max: min is 2 s, max is 1 s",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("no %q in:\n%s", want, r.stdout)

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/doppelproxy/doppel/internal/store/pgtest"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestDashboardShowsTheReplicas: the status page lists every replica of
@@ -29,17 +27,7 @@ func TestDashboardShowsTheReplicas(t *testing.T) {
 	first, admin, firstID, _ := fleetReplica(t, url, nil)
 	second, _, secondID, _ := fleetReplica(t, url, nil)
 	third, _, thirdID, _ := fleetReplica(t, url, nil)
-	third.signal(syscall.SIGKILL)
-	third.waitExit(exitTimeout)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE doppel_replicas SET seen_at = now() - interval '11 seconds' WHERE id = $1`, thirdID); err != nil {
-		t.Fatal(err)
-	}
+	killReplica(t, url, third, thirdID)
 
 	b := newBrowser(t, exe, admin)
 	b.open("/status")

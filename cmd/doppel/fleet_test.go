@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/store/pgtest"
-	"github.com/jackc/pgx/v5"
 )
 
 type replicaRow struct {
@@ -33,6 +31,15 @@ func fleetReplica(t *testing.T, url string, env map[string]string, extra ...stri
 	line := p.waitLine("the startup line", startTimeout, func(l string) bool { return lineMsg(l) == msgServing })
 	admin = "http://" + lineField(p.waitLine("admin", 10*time.Second, func(l string) bool { return lineMsg(l) == "the admin API is listening" }), "admin_addr")
 	return p, admin, lineField(line, "replica"), lineField(line, "advertise")
+}
+
+// killReplica kills p with SIGKILL and ages its heartbeat past 10 s in the
+// database, as if that long had passed: it is lost.
+func killReplica(t *testing.T, url string, p *proc, id string) {
+	t.Helper()
+	p.signal(syscall.SIGKILL)
+	p.waitExit(exitTimeout)
+	pgtest.Exec(t, url, `UPDATE doppel_replicas SET seen_at = now() - interval '11 seconds' WHERE id = $1`, id)
 }
 
 func replicasOf(t *testing.T, admin string) []replicaRow {
@@ -111,17 +118,7 @@ func TestReplicasRegister(t *testing.T) {
 	// A replica killed stops beating: lost once its heartbeat is 10 s old
 	// (aged here in the database rather than waited for).
 	third, _, thirdID, _ := fleetReplica(t, url, nil)
-	third.signal(syscall.SIGKILL)
-	third.waitExit(exitTimeout)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE doppel_replicas SET seen_at = now() - interval '11 seconds' WHERE id = $1`, thirdID); err != nil {
-		t.Fatal(err)
-	}
+	killReplica(t, url, third, thirdID)
 	if rs := replicasOf(t, firstAdmin); len(rs) != 2 || rs[1].ID != thirdID || rs[1].State != "lost" {
 		t.Fatalf("after kill -9: %+v", rs)
 	}

@@ -296,9 +296,9 @@ func TestValidateGivesOneOneVerdicts(t *testing.T) {
 	}
 	for _, c := range []struct{ name, extra, title, want string }{
 		{"a blank title", "", "'  '", "admin.title: the title may not be empty or blank"},
-		{"a template name with ..", mock("a..b"), "", "proxies[0].mocks[0].response.template: `a..b` must not contain `..`"},
-		{"a blank template name", mock("  "), "", "proxies[0].mocks[0].response.template: a template file name may not be empty or blank"},
-		{"a leading dot before a separator", mock("../x"), "", "proxies[0].mocks[0].response.template: `../x` must not start with a dot"},
+		{"a template name with ..", mock("a..b"), "", "proxies[0].mocks[0].response.template: proxy `shop`: `a..b` must not contain `..`"},
+		{"a blank template name", mock("  "), "", "proxies[0].mocks[0].response.template: proxy `shop`: a template file name may not be empty or blank"},
+		{"a leading dot before a separator", mock("../x"), "", "proxies[0].mocks[0].response.template: proxy `shop`: `../x` must not start with a dot"},
 		{"a name's length before its characters", "proxies:\n  - {name: '.', type: http, url: 'http://127.0.0.1:9'}\n", "", "proxies[0].name: `.` is 1 characters long: a name must be at least 2 characters"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -669,7 +669,7 @@ func TestServeInvalidConfiguration(t *testing.T) {
 	stderr := p.stderr.String()
 	for _, re := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^admin\.port: \S.*$`),
-		regexp.MustCompile(`(?m)^proxies\[0\]\.latency\.min: min must be <= max: min is [0-9.]+ s, max is [0-9.]+ s( \(line \d+\))?$`),
+		regexp.MustCompile(`(?m)^proxies\[0\]\.latency\.min: proxy .[a-z]+.: min must be <= max: min is [0-9.]+ s, max is [0-9.]+ s( \(line \d+\))?$`),
 		regexp.MustCompile(`(?m)^proxies\[1\]\.name: \S.*$`),
 	} {
 		if !re.MatchString(stderr) {

@@ -493,7 +493,7 @@ func TestABodyReportsEveryProblemAtOnce(t *testing.T) {
 		"latency": {"percentage": 0.5, "min": 2, "max": 1}}}`)
 	expectCode(t, a, 400, "CONFIG_INVALID")
 	msg, _ := a.body["message"].(string)
-	if !strings.Contains(msg, "loss.percentage: 50 is not between 0.0 and 1.0") || !strings.Contains(msg, "latency.min: min must be <= max") {
+	if !strings.Contains(msg, "loss.percentage: proxy `newp`: 50 is not between 0.0 and 1.0") || !strings.Contains(msg, "latency.min: proxy `newp`: min must be <= max") {
 		t.Errorf("the message: %s", msg)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -34,6 +35,39 @@ func Load(src []byte) (*Document, error) {
 		return nil, &Invalid{Violations: vs}
 	}
 	return doc, nil
+}
+
+// proxyPath is a path inside proxies[i]: i, and what follows it.
+var proxyPath = regexp.MustCompile(`^proxies\[(\d+)\]\.`)
+
+// nameProxies makes every violation inside a proxy name it, as 1.1's do
+// (“proxy `alpha`: ...“, SPEC §19.2), its path unchanged. The name is the
+// one written, read from root: single when root is one proxy's document
+// (an admin API body), else the whole document's proxies[i]. A message
+// that names the proxy already, or a proxy whose name is not a plain
+// string, is left as it is.
+func nameProxies(root ast.Node, inv *Invalid, single bool) *Invalid {
+	names := map[string]string{}
+	ast.Walk(visitorFunc(func(n ast.Node) bool {
+		path := nodePath(n)
+		if v, ok := n.(*ast.StringNode); ok && (single && path == "name" || !single && strings.HasSuffix(path, "].name") && proxyPath.MatchString(path)) {
+			names[strings.TrimSuffix(path, "name")] = v.Value
+		}
+		return true
+	}), root)
+	for i, v := range inv.Violations {
+		var at string
+		switch m := proxyPath.FindStringSubmatch(v.Path); {
+		case single && v.Path != "" && v.Path != "name":
+			at = ""
+		case m != nil && v.Path != "proxies["+m[1]+"].name": // a bad name is not named by itself
+			at = "proxies[" + m[1] + "]."
+		default:
+			continue
+		}
+		inv.Violations[i] = nameProxy(names[at], v)
+	}
+	return inv
 }
 
 // Parse reads a document and fills in its defaults without applying the
@@ -128,7 +162,7 @@ func decodeDocument(root ast.Node) (*Document, error) {
 	if vs := check(root, reflect.TypeFor[Document]()); len(vs) > 0 {
 		// The rules on what did parse, in the same report.
 		vs = append(vs, rulesOnWhatParsed(root, vs)...)
-		return nil, &Invalid{Violations: vs}
+		return nil, nameProxies(root, &Invalid{Violations: vs}, false)
 	}
 	var doc Document
 	if err := yaml.NodeToValue(root, &doc, yaml.DisallowUnknownField()); err != nil {
@@ -162,7 +196,7 @@ func ParseProxy(src []byte) (*Proxy, error) {
 	}
 	if vs := check(root, reflect.TypeFor[Proxy]()); len(vs) > 0 {
 		vs = append(vs, proxyRulesOnWhatParsed(root, vs)...)
-		return nil, &Invalid{Violations: vs}
+		return nil, nameProxies(root, &Invalid{Violations: vs}, true)
 	}
 	var p Proxy
 	if err := yaml.NodeToValue(root, &p, yaml.DisallowUnknownField()); err != nil {

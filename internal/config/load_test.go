@@ -433,7 +433,7 @@ func TestParseProxy(t *testing.T) {
 	if p.Timeout != DefaultTimeout || p.URL.String() != "https://h/" {
 		t.Errorf("defaults not filled: %+v", p)
 	}
-	if _, err := ParseProxy([]byte("name: zeta\ntype: http\nurl: https://h\nextra: 1\n")); err == nil || !strings.Contains(err.Error(), "extra: unknown key") {
+	if _, err := ParseProxy([]byte("name: zeta\ntype: http\nurl: https://h\nextra: 1\n")); err == nil || !strings.Contains(err.Error(), "extra: proxy `zeta`: unknown key") {
 		t.Errorf("unknown key accepted: %v", err)
 	}
 }

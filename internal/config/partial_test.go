@@ -24,7 +24,7 @@ proxies:
     url: http://h
     loss: {percentage: 50, status: 503}
     latency: {percentage: 0.5, min: 2, max: 1}
-`, []string{"proxies[0].loss.percentage: 50 is not between 0.0 and 1.0", "proxies[0].latency.min: min must be <= max: min is 2 s, max is 1 s"}, nil},
+`, []string{"proxies[0].loss.percentage: proxy `zeta`: 50 is not between 0.0 and 1.0", "proxies[0].latency.min: proxy `zeta`: min must be <= max: min is 2 s, max is 1 s"}, nil},
 		{"a bad host and a port clash", `server: {host: localhost, port: 8080}
 admin: {host: 127.0.0.1, port: 8080}
 `, []string{"server.host: `localhost` is not an IP address", "admin.port: must differ from server.port"}, nil},
@@ -35,7 +35,7 @@ proxies:
   - {name: zeta, type: http, url: http://h}
   - {name: "c d", type: http, url: http://h, resolve: {type: header, header: X-B}}
   - {name: alpha, type: http, url: http://h, latency: {percentage: 1, min: 3, max: 1}}
-`, []string{"proxies[0].name:", "proxies[2].name:", "proxies[3].latency.min: min must be <= max"}, []string{"proxies[2].name: duplicate"}},
+`, []string{"proxies[0].name: `a b` is not", "proxies[2].name: `c d` is not", "proxies[3].latency.min: proxy `alpha`: min must be <= max"}, []string{"proxies[2].name: duplicate"}},
 		{"a bad token does not make access lists wrong", `server: {host: 127.0.0.1, port: 8080}
 admin:
   host: 127.0.0.1

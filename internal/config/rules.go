@@ -53,9 +53,21 @@ func Validate(d *Document) []Violation {
 				firstDefault = i
 			}
 		}
-		vs = append(vs, validateProxy(at, p)...)
+		for _, v := range validateProxy(at, p) {
+			vs = append(vs, nameProxy(string(p.Name), v))
+		}
 	}
 	return vs
+}
+
+// nameProxy makes a violation inside a proxy name it, as 1.1's do
+// (“proxy `alpha`: ...“, SPEC §19.2), its path unchanged; a message that
+// names it already is left as it is.
+func nameProxy(name string, v Violation) Violation {
+	if named := "proxy " + quote(name); name != "" && !strings.Contains(v.Message, named) {
+		v.Message = named + ": " + v.Message
+	}
+	return v
 }
 
 // validateProxy is the rules that read one proxy alone, its paths under at.

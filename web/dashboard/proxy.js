@@ -273,7 +273,8 @@ export async function proxyPage(app, name, signal) {
       if (whole) {
         path = index !== null && Number(whole[1]) === index ? whole[2] : '';
       }
-      const target = path ? field.mark(path, v.text) : null;
+      // Beside a field of this proxy's form, naming the proxy is noise.
+      const target = path ? field.mark(path, v.text.replace(/^proxy `[^`]*`: /, '')) : null;
       if (target) {
         placed++;
         first = first || target;

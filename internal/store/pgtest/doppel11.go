@@ -60,13 +60,7 @@ CREATE TABLE templates (
 // five migrations, installed a day ago.
 func Doppel11(t testing.TB, url string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	defer conn.Close(context.Background())
+	ctx, conn := connect(t, url)
 	if _, err := conn.Exec(ctx, doppel11Schema); err != nil {
 		t.Fatalf("pgtest: 1.1's schema: %v", err)
 	}
@@ -106,13 +100,7 @@ func Ledger(t testing.TB, url string) []string {
 
 func lines(t testing.TB, url, query string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	defer conn.Close(context.Background())
+	ctx, conn := connect(t, url)
 	rows, err := conn.Query(ctx, query)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
@@ -122,4 +110,27 @@ func lines(t testing.TB, url, query string) []string {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return out
+}
+
+// connect is a connection to url and a context bounding what it does,
+// both ended when t ends.
+func connect(t testing.TB, url string) (context.Context, *pgx.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return ctx, conn
+}
+
+// Exec runs one statement on the database at url.
+func Exec(t testing.TB, url, sql string, args ...any) {
+	t.Helper()
+	ctx, conn := connect(t, url)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("pgtest: %s: %v", sql, err)
+	}
 }

@@ -369,6 +369,17 @@ func record(ctx context.Context, tx pgx.Tx, m Migration, took time.Duration) err
 	return err
 }
 
+// recordReleased records 1.1's five migrations as applied, sharing the
+// time it took to make what they leave.
+func recordReleased(ctx context.Context, tx pgx.Tx, took time.Duration) error {
+	for _, m := range released {
+		if err := record(ctx, tx, m, took/time.Duration(len(released))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // createLedger is sqlx's ledger table, as sqlx creates it.
 const createLedger = `CREATE TABLE IF NOT EXISTS ` + ledger + ` (
     version BIGINT PRIMARY KEY,
@@ -390,13 +401,7 @@ func createBaseline(ctx context.Context, conn *pgx.Conn) error {
 		if _, err := tx.Exec(ctx, baseline); err != nil {
 			return fmt.Errorf("creating Doppel 1.1's schema: %w", err)
 		}
-		took := time.Since(start)
-		for _, m := range released {
-			if err := record(ctx, tx, m, took/time.Duration(len(released))); err != nil {
-				return err
-			}
-		}
-		return nil
+		return recordReleased(ctx, tx, time.Since(start))
 	})
 }
 
@@ -487,11 +492,8 @@ func moveLegacy(ctx context.Context, conn *pgx.Conn) error {
 				return fmt.Errorf("moving to Doppel 1.1's layout: %w", err)
 			}
 		}
-		took := time.Since(start)
-		for _, m := range released {
-			if err := record(ctx, tx, m, took/time.Duration(len(released))); err != nil {
-				return err
-			}
+		if err := recordReleased(ctx, tx, time.Since(start)); err != nil {
+			return err
 		}
 		sessions := at(6)
 		if !had[2] {
