@@ -74,8 +74,42 @@ func (h *handler) appendRecord(b []byte, r slog.Record, target string) []byte {
 	return lineEnd(b, h.text, target)
 }
 
-// timestampLayout is tracing's: RFC 3339 in UTC with microseconds.
-const timestampLayout = "2006-01-02T15:04:05.000000Z"
+// appendTimestamp writes t as tracing does, RFC 3339 in UTC with
+// microseconds (2026-12-01T16:17:29.189204Z), by hand: a layout of
+// time's own that is not one of its fast ones costs a request line a
+// quarter of its time.
+func appendTimestamp(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	hour, minute, second := t.Clock()
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, minute, 2)
+	b = append(b, ':')
+	b = appendDigits(b, second, 2)
+	b = append(b, '.')
+	b = appendDigits(b, t.Nanosecond()/1000, 6)
+	return append(b, 'Z')
+}
+
+// appendDigits writes n (not negative) in width digits, zero-padded; a
+// year past 9999 keeps its digits.
+func appendDigits(b []byte, n, width int) []byte {
+	var d [20]byte
+	i := len(d)
+	for n > 0 || len(d)-i < width {
+		i--
+		d[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(b, d[i:]...)
+}
 
 // levelName is tracing's name for the level; one between two of them
 // takes the lower's.
@@ -99,7 +133,7 @@ func lineStart(b []byte, text bool, t time.Time, l slog.Level, msg, target strin
 		t = time.Now()
 	}
 	if text {
-		b = t.UTC().AppendFormat(b, timestampLayout)
+		b = appendTimestamp(b, t)
 		name := levelName(l)
 		b = append(b, "      "[:6-len(name)]...) // tracing right-aligns the level in five
 		b = append(b, name...)
@@ -109,7 +143,7 @@ func lineStart(b []byte, text bool, t time.Time, l slog.Level, msg, target strin
 		return append(b, msg...)
 	}
 	b = append(b, `{"timestamp":"`...)
-	b = t.UTC().AppendFormat(b, timestampLayout)
+	b = appendTimestamp(b, t)
 	b = append(b, `","level":"`...)
 	b = append(b, levelName(l)...)
 	b = append(b, `","fields":{"message":`...)

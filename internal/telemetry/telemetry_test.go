@@ -315,3 +315,16 @@ func BenchmarkNewRequestID(b *testing.B) {
 		_ = NewRequestID()
 	}
 }
+
+func TestTimestamp(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Date(2026, 1, 2, 3, 4, 5, 6789, time.UTC),
+		time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.FixedZone("x", -7*3600)),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(12345, 6, 7, 8, 9, 10, 11000, time.UTC),
+	} {
+		if got, want := string(appendTimestamp(nil, at)), at.UTC().Format("2006-01-02T15:04:05.000000Z"); got != want {
+			t.Errorf("%v: %s, want %s", at, got, want)
+		}
+	}
+}
