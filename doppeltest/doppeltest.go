@@ -152,7 +152,12 @@ func Start(cfg Config) (_ *Server, err error) {
 	if logs == nil {
 		logs = io.Discard
 	}
+	level, err := telemetry.EnvLevel(string(doc.Logging.Level))
+	if err != nil {
+		return nil, err
+	}
 	s.log = telemetry.NewLogger(logs, string(doc.Logging.Level), string(doc.Logging.Format))
+	s.log.Level.Set(level)
 	s.Token = newToken()
 	s.inst, err = instance.Start(doc, instance.Options{
 		Store:     s.store,

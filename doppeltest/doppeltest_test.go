@@ -111,7 +111,7 @@ proxies: [{name: shop, type: http, url: "http://127.0.0.1:9",
 	s.Verify(t, client.Verification{Match: client.Match{Session: sess.ID}, Count: client.Exactly(1)})
 	mu.Lock()
 	defer mu.Unlock()
-	if !strings.Contains(logs.String(), "msg=request") || !strings.Contains(logs.String(), "path=/page") {
+	if !strings.Contains(logs.String(), " INFO doppel/internal/proxy: request mocked ") || !strings.Contains(logs.String(), `path="/page"`) {
 		t.Errorf("the text log lines:\n%s", logs.String())
 	}
 }

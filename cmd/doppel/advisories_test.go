@@ -81,7 +81,7 @@ func TestAdvisoriesLoadAndStrictRefuses(t *testing.T) {
 	var warned []string
 	for _, l := range p.jsonLines() {
 		if l["level"] == "WARN" {
-			warned = append(warned, l["path"].(string)+": "+l["msg"].(string))
+			warned = append(warned, l["path"].(string)+": "+l["message"].(string))
 		}
 	}
 	for _, want := range advisedPaths {

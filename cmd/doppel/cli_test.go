@@ -90,7 +90,7 @@ func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		key, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(strings.ToUpper(key), "DOPPEL_") {
+		if strings.HasPrefix(strings.ToUpper(key), "DOPPEL_") || key == "RUST_LOG" {
 			continue
 		}
 		env = append(env, kv)

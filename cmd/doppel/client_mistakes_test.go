@@ -309,7 +309,7 @@ func TestAdminTokensStayOnTheAdminSide(t *testing.T) {
 	}
 	removed := map[string]int{}
 	p.waitLine("the request lines", 5*time.Second, func(l string) bool {
-		if lineMsg(l) == "request" {
+		if isRequestLine(l) {
 			if n := lineField(l, "admin_token_removed"); n != "" {
 				removed[n]++
 			}

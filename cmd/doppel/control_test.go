@@ -47,6 +47,9 @@ func TestConfigReloadOverTheSocket(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "\nnote: restart needed for: logging\n") {
 		t.Fatalf("%s", r)
 	}
+	p.waitLine("the warning of a change that waits for a restart", startTimeout, func(l string) bool {
+		return lineMsg(l) == "reload accepted changes to sections that only take effect on restart" && lineField(l, "level") == "WARN"
+	})
 
 	// A bad edit is rejected while traffic flows, and no request fails.
 	var failures, served atomic.Int64
@@ -208,7 +211,7 @@ func TestTheSocketServesWhatTheCommandNames(t *testing.T) {
 		t.Errorf("a command for another configuration changed this one:\n%s", after)
 	}
 	for _, l := range p.jsonLines() {
-		if strings.Contains(fmt.Sprint(l["msg"]), "reload") {
+		if strings.Contains(fmt.Sprint(l["message"]), "reload") {
 			t.Errorf("the refused reload was carried out: %v", l)
 		}
 	}
@@ -216,6 +219,10 @@ func TestTheSocketServesWhatTheCommandNames(t *testing.T) {
 	if r := doppel(t, invocation{args: []string{"config", "reload", "--config", cfg}}); r.code != wantOK {
 		t.Errorf("reload of its own configuration: %s", r)
 	}
+	// As Doppel 1.1 says it, with what is in force.
+	p.waitLine("the reload's line", startTimeout, func(l string) bool {
+		return lineMsg(l) == "config reloaded" && lineField(l, "level") == "INFO" && lineField(l, "revision") != ""
+	})
 	if r := doppel(t, invocation{args: []string{"token", "add", "--name", "mine", "--group", "admin", "--socket", sock}}); r.code != wantOK || !strings.HasPrefix(r.stdout, "token `mine` issued to group `admin`, revision ") {
 		t.Errorf("token add --socket alone: %s", r)
 	}

@@ -265,7 +265,7 @@ func TestTransportFaultsOnTheWire(t *testing.T) {
 	// journal.
 	lines := map[string]map[string]any{}
 	for _, l := range p.jsonLines() {
-		if l["msg"] == "request" {
+		if isRequest(l) {
 			lines[fmt.Sprint(l["proxy"], l["path"])] = l
 		}
 	}
@@ -463,7 +463,7 @@ func holdHangs(tb testing.TB, n int, path string, logged func(map[string]any) bo
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		left = 0
 		for _, l := range p.jsonLines() {
-			if l["msg"] == "request" && logged(l) {
+			if isRequest(l) && logged(l) {
 				left++
 			}
 		}
@@ -556,7 +556,7 @@ func TestHangsEndWithDoppel(t *testing.T) {
 	}
 	n := 0
 	for _, l := range p.jsonLines() {
-		if l["msg"] == "request" && l["path"] == "/mock/hung" && l["status"] == json.Number("444") {
+		if isRequest(l) && l["path"] == "/mock/hung" && l["status"] == json.Number("444") {
 			n++
 		}
 	}

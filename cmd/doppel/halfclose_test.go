@@ -48,12 +48,10 @@ var finRequests = []struct {
 func requestLine(t *testing.T, p *proc, id string) map[string]any {
 	t.Helper()
 	l := p.waitLine("the request line of "+id, 20*time.Second, func(l string) bool {
-		return lineMsg(l) == "request" && lineField(l, "request_id") == id
+		return isRequestLine(l) && lineField(l, "request_id") == id
 	})
-	dec := json.NewDecoder(strings.NewReader(l))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
+	obj, err := decodeLine(l)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return obj

@@ -217,20 +217,20 @@ func TestUpstreamFailureCause(t *testing.T) {
 			t.Errorf("%s: the client got %d %s, want %d %s", c.backend, r.status, r.body, c.status, c.code)
 		}
 		line := p.waitLine("the request line of "+path, startTimeout, func(l string) bool {
-			return lineMsg(l) == "request" && lineField(l, "path") == path
+			return isRequestLine(l) && lineField(l, "path") == path
 		})
-		var got map[string]any
-		if err := json.Unmarshal([]byte(line), &got); err != nil {
+		got, err := decodeLine(line)
+		if err != nil {
 			t.Fatal(err)
 		}
 		errText, _ := got["error"].(string)
-		if got["cause"] != c.cause || !strings.Contains(errText, c.says) || got["code"] != c.code {
-			t.Errorf("%s: the request line says cause %v, error %q, code %v; want %s, %q, %s:\n%s", c.backend, got["cause"], errText, got["code"], c.cause, c.says, c.code, line)
+		if got["cause"] != c.cause || !strings.Contains(errText, c.says) || got["error_code"] != c.code {
+			t.Errorf("%s: the request line says cause %v, error %q, code %v; want %s, %q, %s:\n%s", c.backend, got["cause"], errText, got["error_code"], c.cause, c.says, c.code, line)
 		}
 	}
 	// A request that succeeds carries neither.
 	for _, l := range p.jsonLines() {
-		if l["msg"] == "request" && l["status"] == json.Number("200") && (l["cause"] != nil || l["error"] != nil) {
+		if isRequest(l) && l["status"] == json.Number("200") && (l["cause"] != nil || l["error"] != nil) {
 			t.Errorf("a success with a cause: %v", l)
 		}
 	}

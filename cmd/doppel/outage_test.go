@@ -159,7 +159,7 @@ func TestReplicasSurviveADatabaseOutage(t *testing.T) {
 	}
 	for i, p := range replicas {
 		p.waitLine("the pushed revision", 45*time.Second, func(l string) bool {
-			return lineMsg(l) == "reloaded after a change in the database" && lineField(l, "revision") == pushed
+			return lineMsg(l) == "config reloaded" && lineField(l, "source") == "the database" && lineField(l, "revision") == pushed
 		})
 		if r, err := get(newClient(), "http://"+addrs[i]+"/x", nil); err != nil || string(r.body) != "still here" {
 			t.Fatalf("replica %d after the outage: %v", i, err)

@@ -226,7 +226,7 @@ func TestAParkedAnswerIsTheSameAnswer(t *testing.T) {
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			slowLines = 0
 			for _, l := range p.jsonLines() {
-				if l["msg"] == "request" && l["proxy"] == "slow" {
+				if isRequest(l) && l["proxy"] == "slow" {
 					slowLines++
 					if d, _ := l["duration_ms"].(json.Number).Float64(); d < 299 {
 						t.Fatalf("logged %v ms: %v", d, l)
@@ -296,7 +296,7 @@ func TestAParkedAnswerOutlivesTheSignal(t *testing.T) {
 	}
 	logged := false
 	for _, l := range p.jsonLines() {
-		logged = logged || l["msg"] == "request" && l["proxy"] == "slow" && l["status"] == json.Number("201")
+		logged = logged || isRequest(l) && l["proxy"] == "slow" && l["status"] == json.Number("201")
 	}
 	if !logged {
 		t.Errorf("the answer is not logged:\n%s", p)

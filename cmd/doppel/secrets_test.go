@@ -94,6 +94,16 @@ func TestSecretsNeverReachAnyOutput(t *testing.T) {
 			}
 		}
 	}
+	// The startup line names the DSN's source and its host, as 1.1's does.
+	var sentry map[string]any
+	for _, l := range p.jsonLines() {
+		if l["message"] == "sentry reporting enabled" {
+			sentry = l
+		}
+	}
+	if dsn, _ := sentry["dsn"].(string); sentry == nil || sentry["source"] != "sentry.dsn" || !strings.Contains(dsn, "sentry.invalid") {
+		t.Errorf("no line says Sentry reporting is enabled, from sentry.dsn: %v", sentry)
+	}
 	if len(p.stdout()) < 1000 {
 		t.Fatalf("trace logging wrote almost nothing: the test would prove nothing\n%s", p.stdout())
 	}

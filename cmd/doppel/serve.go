@@ -210,7 +210,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	}
 	rt := inst.Runtime.Load()
 	proxies, tcpProxies := rt.ProxyCount()
-	logger.Info("doppel is serving", "version", version.Version, "proxy_addr", inst.ProxyAddr().String(),
+	logger.Info("doppel started", "version", version.Version, "proxy_addr", inst.ProxyAddr().String(),
 		"revision", string(rt.Revision), "proxies", proxies, "tcp_proxies", tcpProxies, "workers", f.workers,
 		"memory_limit", memoryLimit, "render_budget", renderBudget, "replica", inst.Fleet.Self().ID, "advertise", inst.Fleet.Self().URL)
 	return serveUntilSignal(logger, signals, inst)
@@ -281,12 +281,12 @@ func loadDocument(opts store.Options) (*config.Document, config.Revision, *postg
 // startTelemetry starts the log and the error reporting the document asks
 // for.
 func startTelemetry(doc *config.Document, stdout io.Writer) (*telemetry.Logger, *telemetry.Reporter, error) {
-	logger := telemetry.NewLogger(stdout, string(doc.Logging.Level), string(doc.Logging.Format))
-	if v := strings.TrimSpace(os.Getenv(telemetry.EnvLog)); v != "" {
-		if _, ok := telemetry.ParseLevel(v); !ok {
-			logger.Warn(telemetry.EnvLog+" is not a level (trace, debug, info, warn, error); logging.level applies", "value", v)
-		}
+	level, err := telemetry.EnvLevel(string(doc.Logging.Level))
+	if err != nil {
+		return nil, nil, failed("%v", err)
 	}
+	logger := telemetry.NewLogger(stdout, string(doc.Logging.Level), string(doc.Logging.Format))
+	logger.Level.Set(level)
 	docDSN := ""
 	if doc.Sentry != nil {
 		docDSN = doc.Sentry.DSN
@@ -298,7 +298,7 @@ func startTelemetry(doc *config.Document, stdout io.Writer) (*telemetry.Logger, 
 		return nil, nil, failed("%v", err)
 	}
 	if reporter.Enabled() {
-		logger.Info("errors are reported to Sentry", "dsn", telemetry.MaskDSN(dsn), "source", dsnSource)
+		logger.Info("sentry reporting enabled", "dsn", telemetry.MaskDSN(dsn), "source", dsnSource)
 	}
 	return logger, reporter, nil
 }
@@ -320,7 +320,8 @@ func startupChecks(doc *config.Document, st store.Store, strict bool, logger *te
 	for _, t := range doc.Admin.Tokens {
 		for _, e := range envTokens {
 			if e.Name == t.Name {
-				logger.Warn("a configured token is shadowed by "+admin.EnvTokens+" and stops working", "token", string(t.Name))
+				logger.Warn("a configured admin token is shadowed by one from the environment; the configured value will not authenticate",
+					"name", string(t.Name), "variable", admin.EnvTokens)
 			}
 		}
 	}
@@ -360,19 +361,20 @@ func serveUntilSignal(logger *telemetry.Logger, signals <-chan os.Signal, inst *
 		_ = inst.Shutdown(context.Background())
 		return failed("the proxy listener stopped: %v", err)
 	case sig := <-signals:
-		logger.Info("shutting down: draining in-flight requests", "signal", sig.String(), "timeout", drainTimeout.String())
+		logger.Info("shutdown signal received, draining", "signal", sig.String(), "timeout", drainTimeout.String())
 	}
 	go func() {
 		sig := <-signals
-		logger.Warn("second signal: exiting at once", "signal", sig.String())
+		logger.Warn("second signal, exiting now", "signal", sig.String())
 		logger.Flush()
 		os.Exit(exitRejected)
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	if err := inst.Shutdown(ctx); err != nil {
-		logger.Warn("in-flight requests did not finish in time", "error", err.Error())
+		logger.Warn("drain timed out", "error", err.Error())
+		return nil
 	}
-	logger.Info("stopped")
+	logger.Info("drained cleanly")
 	return nil
 }

@@ -37,7 +37,7 @@ import (
 const (
 	// msgServing is the startup line's message; its proxy_addr field is
 	// the address the proxy listener is bound to.
-	msgServing = "doppel is serving"
+	msgServing = "doppel started"
 	// startTimeout bounds how long a process may take to start serving.
 	startTimeout = 15 * time.Second
 	// exitTimeout bounds how long a process may take to exit where the test
@@ -283,8 +283,10 @@ func (p *proc) waitExit(timeout time.Duration) int {
 	}
 }
 
-// jsonLines decodes every stdout line as a JSON object; a line that is not
-// one fails the test.
+// jsonLines decodes every stdout line as tracing's JSON (timestamp, level,
+// fields, target); a line that is not one fails the test. Each comes back
+// as its fields (the message under "message") beside its level, target
+// and timestamp.
 func (p *proc) jsonLines() []map[string]any {
 	p.t.Helper()
 	out := p.stdout()
@@ -293,11 +295,9 @@ func (p *proc) jsonLines() []map[string]any {
 	}
 	var objs []map[string]any
 	for i, l := range p.stdoutLines() {
-		var obj map[string]any
-		dec := json.NewDecoder(strings.NewReader(l))
-		dec.UseNumber()
-		if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
-			p.t.Errorf("stdout line %d is not one JSON object (%v): %q", i+1, err, l)
+		obj, err := decodeLine(l)
+		if err != nil {
+			p.t.Errorf("stdout line %d is not one line of tracing's JSON (%v): %q", i+1, err, l)
 			continue
 		}
 		objs = append(objs, obj)
@@ -305,16 +305,85 @@ func (p *proc) jsonLines() []map[string]any {
 	return objs
 }
 
-// lineMsg is the msg of a JSON or slog text line ("" when it has none).
-func lineMsg(line string) string { return lineField(line, "msg") }
+// lineLayout is the layout of a JSON line, tracing's.
+var lineLayout = []string{"fields", "level", "target", "timestamp"}
+
+// decodeLine reads a line of tracing's JSON into its fields beside its
+// level, target and timestamp.
+func decodeLine(l string) (map[string]any, error) {
+	var obj map[string]any
+	dec := json.NewDecoder(strings.NewReader(l))
+	dec.UseNumber()
+	if err := dec.Decode(&obj); err != nil {
+		return nil, err
+	}
+	if obj == nil || dec.More() {
+		return nil, errors.New("not one object")
+	}
+	if got := sortedMapKeys(obj); !slices.Equal(got, lineLayout) {
+		return nil, fmt.Errorf("keys %v, want %v", got, lineLayout)
+	}
+	fields, ok := obj["fields"].(map[string]any)
+	if !ok {
+		return nil, errors.New("fields is not an object")
+	}
+	if _, ok := fields["message"].(string); !ok {
+		return nil, errors.New("fields has no message")
+	}
+	for _, k := range lineLayout[1:] {
+		fields[k] = obj[k]
+	}
+	return fields, nil
+}
+
+// The request line's messages, one a branch, as Doppel 1.1 has them.
+const (
+	msgProxied  = "request proxied"
+	msgRejected = "request rejected"
+	msgFailed   = "upstream failed"
+	msgMocked   = "request mocked"
+	msgDropped  = "request dropped"
+)
+
+// isRequest says whether a decoded line is a request line.
+func isRequest(l map[string]any) bool {
+	switch l["message"] {
+	case msgProxied, msgRejected, msgFailed, msgMocked, msgDropped:
+		return l["target"] == "doppel/internal/proxy"
+	}
+	return false
+}
+
+// isRequestLine says whether a JSON or text line is a request line.
+func isRequestLine(line string) bool {
+	switch lineMsg(line) {
+	case msgProxied, msgRejected, msgFailed, msgMocked, msgDropped:
+		return lineField(line, "target") == "doppel/internal/proxy" || !json.Valid([]byte(line))
+	}
+	return false
+}
+
+// lineMsg is the message of a JSON or text line ("" when it has none).
+func lineMsg(line string) string {
+	if obj, err := decodeLine(line); err == nil {
+		return obj["message"].(string)
+	}
+	if m := textLine.FindStringSubmatch(line); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// textLine is tracing's text line: the timestamp, the level right-aligned
+// in five, the target, then the message and the fields.
+var textLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z +(?:TRACE|DEBUG|INFO|WARN|ERROR) [^ :]+: (.*?)(?: [A-Za-z_.]+=.*)?$`)
 
 var textField = regexp.MustCompile(`(?:^| )([A-Za-z_.]+)=("(?:[^"\\]|\\.)*"|\S*)`)
 
-// lineField reads a top-level string field of a JSON line, or a key=value
-// field of an slog text line.
+// lineField reads a string field of a JSON line (or its level, target or
+// timestamp), or a key=value field of a text line.
 func lineField(line, key string) string {
-	var obj map[string]any
-	if json.Unmarshal([]byte(line), &obj) == nil {
+	if obj, err := decodeLine(line); err == nil {
 		s, _ := obj[key].(string)
 		return s
 	}
@@ -507,7 +576,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 
 	p.signal(syscall.SIGTERM)
 	p.waitLine("the shutting-down line", 10*time.Second, func(l string) bool {
-		return strings.HasPrefix(lineMsg(l), "shutting down")
+		return strings.HasPrefix(lineMsg(l), "shutdown signal received")
 	})
 
 	// The listener closes while the request is still being drained: a new
@@ -550,13 +619,13 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Fatalf("want exit 0 after a graceful shutdown:\n%s", p)
 	}
 	msgs := msgsOf(p.stdoutLines())
-	if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "shutting down") }) ||
-		!slices.Contains(msgs, "stopped") {
-		t.Errorf("stdout must carry the \"shutting down\" and \"stopped\" lines:\n%s", p)
+	if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "shutdown signal received") }) ||
+		!slices.Contains(msgs, "drained cleanly") {
+		t.Errorf("stdout must carry the \"shutdown signal received\" and \"drained cleanly\" lines:\n%s", p)
 	}
-	if i, j := slices.IndexFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "shutting down") }),
-		slices.Index(msgs, "stopped"); i > j {
-		t.Errorf("\"stopped\" is logged before \"shutting down\":\n%s", p)
+	if i, j := slices.IndexFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "shutdown signal received") }),
+		slices.Index(msgs, "drained cleanly"); i > j {
+		t.Errorf("\"drained cleanly\" is logged before \"shutdown signal received\":\n%s", p)
 	}
 }
 
@@ -596,7 +665,7 @@ func TestServeSecondSignal(t *testing.T) {
 	}
 	p.signal(syscall.SIGTERM)
 	p.waitLine("the shutting-down line", 10*time.Second, func(l string) bool {
-		return strings.HasPrefix(lineMsg(l), "shutting down")
+		return strings.HasPrefix(lineMsg(l), "shutdown signal received")
 	})
 	sent := time.Now()
 	p.signal(syscall.SIGINT)
@@ -618,8 +687,8 @@ func TestServeInterruptIdle(t *testing.T) {
 	if code := p.waitExit(5 * time.Second); code != wantOK {
 		t.Fatalf("want exit 0 on SIGINT:\n%s", p)
 	}
-	if !slices.Contains(msgsOf(p.stdoutLines()), "stopped") {
-		t.Errorf("stdout must carry the \"stopped\" line:\n%s", p)
+	if !slices.Contains(msgsOf(p.stdoutLines()), "drained cleanly") {
+		t.Errorf("stdout must carry the \"drained cleanly\" line:\n%s", p)
 	}
 }
 
@@ -776,7 +845,10 @@ func TestServeFlags(t *testing.T) {
 			var startup struct {
 				Workers *int `json:"workers"`
 			}
-			if err := json.Unmarshal([]byte(line), &startup); err != nil || startup.Workers == nil || *startup.Workers != tc.want {
+			var fields struct {
+				Fields json.RawMessage `json:"fields"`
+			}
+			if err := json.Unmarshal([]byte(line), &fields); err != nil || json.Unmarshal(fields.Fields, &startup) != nil || startup.Workers == nil || *startup.Workers != tc.want {
 				t.Errorf("the startup line must say \"workers\":%d: %s", tc.want, line)
 			}
 			p.signal(syscall.SIGTERM)
@@ -787,9 +859,9 @@ func TestServeFlags(t *testing.T) {
 	}
 }
 
-// The keys of a request line (SPEC §11.1) besides slog's own.
+// The keys of a request line (SPEC §11.1) besides the layout's own.
 var (
-	slogKeys         = []string{"time", "level", "msg"}
+	layoutKeys       = []string{"timestamp", "level", "target", "message"}
 	requestLineKeys  = []string{"request_id", "proxy", "method", "path", "status", "duration_ms", "upstream_contacted", "loss_injected", "latency_injected_ms", "fault"}
 	upstreamLineKeys = []string{"upstream_status", "upstream_duration_ms"}
 )
@@ -860,7 +932,7 @@ func TestServeRequestLogs(t *testing.T) {
 	}
 	var requestLines []map[string]any
 	for _, obj := range p.jsonLines() {
-		if obj["msg"] == "request" {
+		if isRequest(obj) {
 			requestLines = append(requestLines, obj)
 		}
 	}
@@ -875,14 +947,15 @@ func TestServeRequestLogs(t *testing.T) {
 		}
 		line := requestLines[i]
 		// A Doppel error's line carries its code.
-		keys := keySet(slogKeys, requestLineKeys, []string{"code"})
+		keys := keySet(layoutKeys, requestLineKeys, []string{"error_code"})
 		if want.forwarded {
-			keys = keySet(slogKeys, requestLineKeys, upstreamLineKeys)
+			keys = keySet(layoutKeys, requestLineKeys, upstreamLineKeys)
 		}
 		if got := sortedMapKeys(line); !slices.Equal(got, keys) {
 			t.Errorf("request line keys\n got %v\nwant %v\nline: %v", got, keys, line)
 		}
 		checkField(t, line, "level", "INFO")
+		checkField(t, line, "target", "doppel/internal/proxy")
 		checkField(t, line, "method", "GET")
 		checkField(t, line, "path", want.path)
 		if path, _ := line["path"].(string); strings.Contains(path, "?") {
@@ -891,15 +964,22 @@ func TestServeRequestLogs(t *testing.T) {
 		checkField(t, line, "loss_injected", false)
 		checkNumber(t, line, "latency_injected_ms", func(f float64) bool { return f == 0 })
 		checkNumber(t, line, "duration_ms", func(f float64) bool { return f >= 0 })
+		for _, k := range []string{"duration_ms", "upstream_duration_ms", "latency_injected_ms"} {
+			if n, ok := line[k].(json.Number); ok && strings.ContainsAny(string(n), ".eE") {
+				t.Errorf("%s = %s is not whole milliseconds; line: %v", k, n, line)
+			}
+		}
 		if want.forwarded {
+			checkField(t, line, "message", "request proxied")
 			checkField(t, line, "proxy", "api")
 			checkNumber(t, line, "status", func(f float64) bool { return f == http.StatusAccepted })
 			checkField(t, line, "upstream_contacted", true)
 			checkNumber(t, line, "upstream_status", func(f float64) bool { return f == http.StatusAccepted })
 			checkNumber(t, line, "upstream_duration_ms", func(f float64) bool { return f >= 0 })
 		} else {
+			checkField(t, line, "message", "request rejected")
 			checkField(t, line, "proxy", "")
-			checkField(t, line, "code", "PROXY_NOT_RESOLVED")
+			checkField(t, line, "error_code", "PROXY_NOT_RESOLVED")
 			checkNumber(t, line, "status", func(f float64) bool { return f == http.StatusNotFound })
 			checkField(t, line, "upstream_contacted", false)
 		}
@@ -937,42 +1017,66 @@ func TestServeLogSettings(t *testing.T) {
 		_, _ = io.WriteString(w, "ok")
 	})
 
-	t.Run("DOPPEL_LOG=error silences the info lines", func(t *testing.T) {
-		t.Parallel()
-		dir := t.TempDir()
-		cfg := serveConfig(t, dir, 0, 0, "logging:\n  level: info\nproxies:\n"+proxyYAML("api", up.URL, ""))
-		// No startup line to read the address from: pick it here.
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0]))
-		p := startProc(t, invocation{
-			args: []string{"serve", "--config", cfg, "--proxy-addr", addr},
-			env:  map[string]string{"DOPPEL_LOG": "error"},
-		})
-		waitListening(t, p, addr)
-		if r := mustGet(t, newClient(), "http://"+addr+"/x", nil); r.status != http.StatusOK {
-			t.Fatalf("status %d, want 200: %s", r.status, r.body)
-		}
-		p.signal(syscall.SIGTERM)
-		if code := p.waitExit(exitTimeout); code != wantOK {
-			t.Fatalf("want exit 0:\n%s", p)
-		}
-		for _, obj := range p.jsonLines() {
-			if obj["msg"] == "request" || obj["level"] == "INFO" {
-				t.Errorf("DOPPEL_LOG=error must silence info lines, got: %v", obj)
+	for _, env := range []map[string]string{{"DOPPEL_LOG": "error"}, {"RUST_LOG": "error"}, {"RUST_LOG": "hyper=info"}, {"RUST_LOG": "info", "DOPPEL_LOG": "error"}} {
+		t.Run(fmt.Sprint(env)+" silences the info lines", func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg := serveConfig(t, dir, 0, 0, "logging:\n  level: info\nproxies:\n"+proxyYAML("api", up.URL, ""))
+			// No startup line to read the address from: pick it here.
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0]))
+			p := startProc(t, invocation{
+				args: []string{"serve", "--config", cfg, "--proxy-addr", addr},
+				env:  env,
+			})
+			waitListening(t, p, addr)
+			if r := mustGet(t, newClient(), "http://"+addr+"/x", nil); r.status != http.StatusOK {
+				t.Fatalf("status %d, want 200: %s", r.status, r.body)
 			}
-		}
-	})
+			p.signal(syscall.SIGTERM)
+			if code := p.waitExit(exitTimeout); code != wantOK {
+				t.Fatalf("want exit 0:\n%s", p)
+			}
+			for _, obj := range p.jsonLines() {
+				if isRequest(obj) || obj["level"] == "INFO" {
+					t.Errorf("%v must silence info lines, got: %v", env, obj)
+				}
+			}
+		})
+	}
+
+	// A filter that does not parse stops the start, naming its variable.
+	for _, tc := range []struct{ name, value string }{
+		{"RUST_LOG", "not a valid directive==="},
+		{"RUST_LOG", "doppel=loud"},
+		{"DOPPEL_LOG", "loud"},
+	} {
+		t.Run(tc.name+"="+tc.value+" fails the start", func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("api", up.URL, ""))
+			r := doppel(t, invocation{args: []string{"serve", "--config", cfg}, env: map[string]string{tc.name: tc.value}})
+			if r.code != 1 || !strings.HasPrefix(r.stderr, "doppel: "+tc.name+": ") || r.stdout != "" {
+				t.Errorf("want exit 1 and stderr naming %s, got %d:\nstdout: %s\nstderr: %s", tc.name, r.code, r.stdout, r.stderr)
+			}
+		})
+	}
 
 	for _, tc := range []struct {
-		name, level, env string
+		name, level string
+		env         map[string]string
 	}{
-		{name: "blank DOPPEL_LOG is ignored", level: "info", env: "  "},
-		{name: "DOPPEL_LOG=info beats level error", level: "error", env: "info"},
+		{name: "blank DOPPEL_LOG is ignored", level: "info", env: map[string]string{"DOPPEL_LOG": "  "}},
+		{name: "DOPPEL_LOG=info beats level error", level: "error", env: map[string]string{"DOPPEL_LOG": "info"}},
+		{name: "blank RUST_LOG is ignored", level: "info", env: map[string]string{"RUST_LOG": " "}},
+		{name: "RUST_LOG=info beats level error", level: "error", env: map[string]string{"RUST_LOG": "info"}},
+		{name: "RUST_LOG's directive for doppel counts", level: "error", env: map[string]string{"RUST_LOG": "hyper=trace,doppel_proxy=info,warn"}},
+		{name: "DOPPEL_LOG beats RUST_LOG", level: "error", env: map[string]string{"DOPPEL_LOG": "info", "RUST_LOG": "error"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			cfg := serveConfig(t, dir, 0, 0, "logging:\n  level: "+tc.level+"\nproxies:\n"+proxyYAML("api", up.URL, ""))
-			p, addr := serveUp(t, cfg, map[string]string{"DOPPEL_LOG": tc.env})
+			p, addr := serveUp(t, cfg, tc.env)
 			if r := mustGet(t, newClient(), "http://"+addr+"/x", nil); r.status != http.StatusOK {
 				t.Fatalf("status %d, want 200: %s", r.status, r.body)
 			}
@@ -982,7 +1086,7 @@ func TestServeLogSettings(t *testing.T) {
 			}
 			n := 0
 			for _, obj := range p.jsonLines() {
-				if obj["msg"] == "request" {
+				if isRequest(obj) {
 					n++
 				}
 			}
@@ -1004,18 +1108,18 @@ func TestServeLogSettings(t *testing.T) {
 		if code := p.waitExit(exitTimeout); code != wantOK {
 			t.Fatalf("want exit 0:\n%s", p)
 		}
-		textLine := regexp.MustCompile(`^time=\S+ level=[A-Z]+ msg=\S`)
+		textLine := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z {1,2}[A-Z]{4,5} doppel/[a-z/]+: \S`)
 		requests := 0
 		for _, l := range p.stdoutLines() {
 			if json.Valid([]byte(l)) {
 				t.Errorf("format text wrote a JSON line: %s", l)
 			}
-			if !textLine.MatchString(l) {
-				t.Errorf("not an slog text line: %q", l)
+			if !textLine.MatchString(l) || strings.Contains(l, "\x1b") {
+				t.Errorf("not tracing's text line, without colour: %q", l)
 			}
-			if lineMsg(l) == "request" {
+			if isRequestLine(l) {
 				requests++
-				for _, kv := range []string{" proxy=api ", " method=GET ", " path=/t ", " status=200 ", " upstream_contacted=true "} {
+				for _, kv := range []string{"  INFO doppel/internal/proxy: request proxied ", ` proxy="api" `, ` method="GET" `, ` path="/t" `, " status=200 ", " upstream_contacted=true "} {
 					if !strings.Contains(l+" ", kv) {
 						t.Errorf("request line lacks %q: %s", strings.TrimSpace(kv), l)
 					}

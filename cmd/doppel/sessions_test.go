@@ -184,7 +184,7 @@ func TestSessionsChooseTheirOwnFaults(t *testing.T) {
 	}
 	expired := false
 	for _, l := range s.p.jsonLines() {
-		if l["msg"] == "a session ended: it expired" && l["session"] == "suite-a" {
+		if l["message"] == "a session ended: it expired" && l["session"] == "suite-a" {
 			expired = true
 		}
 	}

@@ -226,9 +226,9 @@ func TestServeInformationalStatus(t *testing.T) {
 	logged := map[string]string{}
 	for _, obj := range p.jsonLines() {
 		if path, _ := obj["path"].(string); obj["level"] == "WARN" {
-			advised[path], _ = obj["msg"].(string)
+			advised[path], _ = obj["message"].(string)
 		}
-		if mock, _ := obj["mock"].(string); obj["msg"] == "request" && mock != "" {
+		if mock, _ := obj["mock"].(string); isRequest(obj) && mock != "" {
 			logged[mock] = fmt.Sprint(obj["status"])
 		}
 	}

@@ -104,10 +104,7 @@ func connectionLine(t *testing.T, p *proc) map[string]any {
 	t.Helper()
 	var line map[string]any
 	p.waitLine("a connection line", 10*time.Second, func(l string) bool {
-		var m map[string]any
-		d := json.NewDecoder(strings.NewReader(l))
-		d.UseNumber()
-		if d.Decode(&m) == nil && m["msg"] == "connection" && m["proxy"] == "db" {
+		if m, err := decodeLine(l); err == nil && m["message"] == "connection" && m["proxy"] == "db" {
 			line = m
 			return true
 		}
@@ -355,13 +352,11 @@ func TestATakenTCPAddressRefusesTheReload(t *testing.T) {
 	echoBack(t, tcpDial(t, listen), []byte("db still relays"))
 }
 
-// jsonLine is a JSON log line, its numbers as json.Number; nil for
-// another line.
+// jsonLine is a JSON log line as decodeLine reads it, its numbers as
+// json.Number; nil for another line.
 func jsonLine(l string) map[string]any {
-	var m map[string]any
-	d := json.NewDecoder(strings.NewReader(l))
-	d.UseNumber()
-	if d.Decode(&m) != nil {
+	m, err := decodeLine(l)
+	if err != nil {
 		return nil
 	}
 	return m
@@ -442,6 +437,6 @@ func TestATCPConnectionIsJournaledAsItWas(t *testing.T) {
 		t.Fatal(err)
 	}
 	counted("the reload after the edit", jsonLine(p.waitLine("the reload after the edit", 10*time.Second, func(l string) bool {
-		return strings.HasPrefix(lineMsg(l), "reloaded after a change in ")
+		return lineMsg(l) == "config reloaded" && strings.HasPrefix(lineField(l, "source"), "the configuration file ")
 	})), 3, 2)
 }

@@ -97,7 +97,7 @@ func TestToxiproxyClientLatencyOnAnOpenConnection(t *testing.T) {
 	// The connection is logged when it ends, with the toxic that applied.
 	c.Close()
 	p.waitLine("the connection's line", 5*time.Second, func(l string) bool {
-		return strings.Contains(l, `"msg":"connection"`) && strings.Contains(l, `"proxy":"db"`) &&
+		return strings.Contains(l, `"message":"connection"`) && strings.Contains(l, `"proxy":"db"`) &&
 			strings.Contains(l, `"toxics":"latency"`) && strings.Contains(l, `"source":"toxiproxy"`)
 	})
 	// And counted as a tcp proxy's connection is.

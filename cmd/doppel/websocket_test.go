@@ -95,10 +95,7 @@ func tunnelLine(t *testing.T, p *proc, path string) map[string]any {
 	t.Helper()
 	var line map[string]any
 	p.waitLine("the request line of "+path, 10*time.Second, func(l string) bool {
-		var m map[string]any
-		d := json.NewDecoder(strings.NewReader(l))
-		d.UseNumber()
-		if d.Decode(&m) == nil && m["msg"] == "request" && m["path"] == path {
+		if m, err := decodeLine(l); err == nil && isRequest(m) && m["path"] == path {
 			line = m
 			return true
 		}

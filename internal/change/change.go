@@ -100,6 +100,24 @@ type Reloaded struct {
 // swaps it in. Any failure leaves the running configuration untouched;
 // requests in flight finish on the runtime they started with.
 func (c *Controller) Reload(ctx context.Context) (*Reloaded, error) {
+	res, err := c.reload(ctx)
+	if err == nil {
+		c.logReloaded(res)
+	}
+	return res, err
+}
+
+// logReloaded says a reload is in force, and which of its changes wait
+// for a restart, in Doppel 1.1's words; more says where it came from.
+func (c *Controller) logReloaded(res *Reloaded, more ...any) {
+	proxies, tcp := res.Runtime.ProxyCount()
+	c.log.Info("config reloaded", append([]any{"revision", string(res.Runtime.Revision), "proxies", proxies, "tcp_proxies", tcp}, more...)...)
+	if len(res.Unapplied) > 0 {
+		c.log.Warn("reload accepted changes to sections that only take effect on restart", "sections", res.Unapplied)
+	}
+}
+
+func (c *Controller) reload(ctx context.Context) (*Reloaded, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	snap, err := c.store.Load(ctx)

@@ -25,7 +25,7 @@ func (c *Controller) Follow(ctx context.Context, w store.Watcher) (stopped <-cha
 			return true
 		}
 		before := c.holder.Load().Revision
-		res, err := c.Reload(ctx)
+		res, err := c.reload(ctx)
 		if err != nil {
 			var inv *config.Invalid
 			if errors.As(err, &inv) {
@@ -45,8 +45,7 @@ func (c *Controller) Follow(ctx context.Context, w store.Watcher) (stopped <-cha
 			c.log.Debug("the configuration in "+where+" is the one in force", "revision", string(before))
 			return true
 		}
-		proxies, tcp := res.Runtime.ProxyCount()
-		c.log.Info("reloaded after a change in "+where, "revision", string(res.Runtime.Revision), "proxies", proxies, "tcp_proxies", tcp)
+		c.logReloaded(res, "source", where)
 		return true
 	})
 }

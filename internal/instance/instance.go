@@ -423,6 +423,19 @@ func externalAddress(doc *config.Document, fromEnv, scheme, addr string, bound n
 	return e, source, nil
 }
 
+// externalMessage is the startup line naming the address redirects and
+// bodies naming an upstream are rewritten to, worded as Doppel 1.1 words
+// it for the sources it has.
+func externalMessage(source string) string {
+	switch source {
+	case "DOPPEL_EXTERNAL_URL":
+		return "external url from the environment"
+	case "the proxy listener":
+		return "external url from server.host and server.port"
+	}
+	return "external url from " + source
+}
+
 // tokenDigests are the environment's tokens as the proxy listener looks
 // for them: by digest, to the token's name.
 func tokenDigests(tokens []admin.Token) map[config.TokenDigest]string {
@@ -481,7 +494,7 @@ func listenProxy(doc *config.Document, o Options, holder *runtime.Holder, metric
 		roller = fault.NewSeeded(o.Seed)
 		o.Log.Info("fault rolls are seeded: a request replayed with the same X-Request-ID gets the same faults, and each retry of it a roll of its own")
 	}
-	o.Log.Info("redirects and bodies naming an upstream are rewritten to this address", "external_url", external.String(), "source", source)
+	o.Log.Info(externalMessage(source), "external_url", external.String(), "source", source)
 	handler := proxy.New(holder, proxy.Options{
 		Roller:    roller,
 		Log:       o.Log,

@@ -86,7 +86,7 @@ func keep(rec *telemetry.Exchange, start time.Time, s *settings) *kept {
 		k.flag(flagResponseBodyCut, c.Cut)
 	}
 	k.flag(flagMock, rec.Mock != "")
-	k.flag(flagUpstream, rec.UpstreamContacted)
+	k.flag(flagUpstream, rec.UpstreamAnswered)
 	k.flag(flagLoss, rec.Fired("loss"))
 	k.flag(flagHang, rec.Fired("hang"))
 	k.flag(flagBandwidth, rec.Fired("bandwidth"))

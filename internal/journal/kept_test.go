@@ -17,7 +17,7 @@ func TestAnEntryIsWhatWasRecorded(t *testing.T) {
 	rec := &telemetry.Exchange{
 		RequestID: "r-1", Proxy: "zeta", Mock: "m", Method: "POST", Path: "/pay", Query: "a=1&b", Client: "10.0.0.7",
 		Status: 503, Duration: 1500 * time.Microsecond, LatencyWaited: time.Millisecond,
-		UpstreamContacted: true, UpstreamDuration: 250 * time.Microsecond, Faults: []string{"loss", "bandwidth"},
+		UpstreamAnswered: true, UpstreamDuration: 250 * time.Microsecond, Faults: []string{"loss", "bandwidth"},
 		RequestHeader:  http.Header{"Accept": {"a", "b"}, "Authorization": {"Bearer s"}, "X-Empty": {""}},
 		ResponseHeader: http.Header{"Set-Cookie": {"sid=1"}, "Content-Type": {"text/plain"}},
 		RequestBody:    &telemetry.Capture{Limit: 4, Bytes: []byte("\xff\x00ab"), Cut: true},

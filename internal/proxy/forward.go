@@ -178,7 +178,7 @@ func (ex *exchange) holdWhileDelayed(res *http.Response) error {
 
 func (h *Handler) modifyResponse(res *http.Response) error {
 	ex := exchangeFrom(res.Request.Context())
-	ex.rec.UpstreamContacted = true
+	ex.rec.UpstreamAnswered = true
 	ex.rec.UpstreamStatus = res.StatusCode
 	ex.rec.UpstreamDuration = time.Since(ex.upstreamStart)
 

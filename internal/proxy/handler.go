@@ -337,6 +337,7 @@ func (h *Handler) forwardUpstream(ex *exchange, p *runtime.Proxy) {
 	ex.trace.GotConn = ex.gotConn
 	ctx = withHTTP1Only(httptrace.WithClientTrace(ctx, &ex.trace), ex.req.Header)
 	ex.upstreamStart = time.Now()
+	ex.rec.UpstreamContacted = true // from here a connection is attempted
 	out := ex.req.WithContext(ctx)
 	if sendsBody(out) {
 		ex.body = newBodyReader(ex, ex.upstreamStart.Add(p.Timeout))

@@ -77,15 +77,29 @@ func (s *logSink) read(t *testing.T) []map[string]any {
 		if l == "" {
 			continue
 		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("log line is not JSON: %q", l)
+		var line struct {
+			Level  string         `json:"level"`
+			Fields map[string]any `json:"fields"`
+			Target string         `json:"target"`
 		}
-		if m["msg"] == "request" {
-			out = append(out, m)
+		if err := json.Unmarshal([]byte(l), &line); err != nil || line.Fields == nil {
+			t.Fatalf("log line is not tracing's JSON: %q", l)
+		}
+		if line.Target == "doppel/internal/proxy" && isRequestLine(line.Fields["message"]) {
+			line.Fields["level"] = line.Level
+			out = append(out, line.Fields)
 		}
 	}
 	return out
+}
+
+// isRequestLine says whether a message is one of the request line's.
+func isRequestLine(msg any) bool {
+	switch msg {
+	case telemetry.MsgProxied, telemetry.MsgRejected, telemetry.MsgFailed, telemetry.MsgMocked, telemetry.MsgDropped:
+		return true
+	}
+	return false
 }
 
 // doppel is a running handler over a document.

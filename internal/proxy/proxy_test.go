@@ -560,6 +560,35 @@ func TestRequestLogLines(t *testing.T) {
 	if unresolved["proxy"] != "" || unresolved["status"] != 404.0 || unresolved["path"] != "/unresolved" {
 		t.Errorf("unresolved line: %v", unresolved)
 	}
+	if forwarded["message"] != "request proxied" || unresolved["message"] != "request rejected" ||
+		unresolved["error_code"] != "PROXY_NOT_RESOLVED" || forwarded["level"] != "INFO" || unresolved["level"] != "INFO" {
+		t.Errorf("the lines' messages and levels: %v, %v", forwarded, unresolved)
+	}
+}
+
+// An upstream that refuses the connection was contacted, and failed: the
+// line is a warning, with no upstream status or duration.
+func TestRequestLogLineOfARefusedUpstream(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+	d := start(t, oneProxy(refused, ""), nil)
+	res, _ := get(t, d.URL+"/x", nil)
+	if res.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d, want 502", res.StatusCode)
+	}
+	lines := d.logs.lines(t, 1)
+	if len(lines) != 1 {
+		t.Fatalf("%d request lines, want 1", len(lines))
+	}
+	l := lines[0]
+	if l["message"] != "upstream failed" || l["level"] != "WARN" || l["upstream_contacted"] != true ||
+		l["upstream_status"] != nil || l["upstream_duration_ms"] != nil || l["error_code"] != "UPSTREAM_ERROR" || l["cause"] != "connection_refused" {
+		t.Errorf("the line of a refused upstream: %v", l)
+	}
 }
 
 func TestReloadSwapsWithoutDisturbingInFlight(t *testing.T) {

@@ -154,7 +154,9 @@ func TestClientThatLeavesBeforeTheAnswerIsLogged499(t *testing.T) {
 		t.Fatal("the request was not cancelled")
 	}
 	lines := d.logs.lines(t, 1)
-	if len(lines) != 1 || lines[0]["status"] != 499.0 || lines[0]["upstream_contacted"] != false {
+	// The upstream was reached, but gave no answer to report.
+	if len(lines) != 1 || lines[0]["status"] != 499.0 || lines[0]["upstream_contacted"] != true || lines[0]["upstream_status"] != nil ||
+		lines[0]["message"] != "request proxied" {
 		t.Fatalf("log lines %v", lines)
 	}
 }

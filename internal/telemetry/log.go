@@ -4,7 +4,6 @@ package telemetry
 import (
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 )
@@ -12,8 +11,8 @@ import (
 // LevelTrace is below debug; slog has no name for it.
 const LevelTrace = slog.Level(-8)
 
-// EnvLog overrides the configured level when set and not blank.
-const EnvLog = "DOPPEL_LOG"
+// LevelOff is above every level a line is written at: nothing is logged.
+const LevelOff = slog.LevelError + 4
 
 // ParseLevel reads trace, debug, info, warn or error.
 func ParseLevel(s string) (slog.Level, bool) {
@@ -37,44 +36,25 @@ type Logger struct {
 	*slog.Logger
 	Level *slog.LevelVar
 	out   *AsyncWriter
-	json  bool
+	text  bool
 }
 
-// NewLogger builds a logger writing json or text lines to w through an
-// AsyncWriter, so a request never waits on the terminal or a pipe. The
-// level comes from the document unless DOPPEL_LOG says otherwise.
+// NewLogger builds a logger writing lines in Doppel 1.1's layouts, json
+// or text, to w through an AsyncWriter, so a request never waits on the
+// terminal or a pipe. The level is the configured one; the environment's
+// (EnvLevel) is the caller's to apply.
 func NewLogger(w io.Writer, level, format string) *Logger {
 	lv := new(slog.LevelVar)
 	if l, ok := ParseLevel(level); ok {
 		lv.Set(l)
 	}
-	if env := os.Getenv(EnvLog); strings.TrimSpace(env) != "" {
-		if l, ok := ParseLevel(env); ok {
-			lv.Set(l)
-		}
-	}
 	out := NewAsyncWriter(w, 4096)
-	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: levelNames}
-	var h slog.Handler
-	if format == "text" {
-		h = slog.NewTextHandler(out, opts)
-	} else {
-		h = slog.NewJSONHandler(out, opts)
-	}
-	return &Logger{Logger: slog.New(h), Level: lv, out: out, json: format != "text"}
+	text := format == "text"
+	return &Logger{Logger: slog.New(&handler{out: out, level: lv, text: text}), Level: lv, out: out, text: text}
 }
 
 // Flush writes out every line still queued.
 func (l *Logger) Flush() { l.out.Flush() }
-
-func levelNames(_ []string, a slog.Attr) slog.Attr {
-	if a.Key == slog.LevelKey {
-		if lv, ok := a.Value.Any().(slog.Level); ok && lv == LevelTrace {
-			a.Value = slog.StringValue("TRACE")
-		}
-	}
-	return a
-}
 
 // AsyncWriter hands each write to a goroutine that owns the destination,
 // so a caller never waits on the terminal or a pipe. A write copies its

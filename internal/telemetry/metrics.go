@@ -202,9 +202,9 @@ func (m *Metrics) ObserveProxy(r *Exchange) {
 	}
 	method := MethodLabel(r.Method)
 	lost := r.Fired("loss")
-	upstreamError := r.UpstreamFailed || (r.UpstreamContacted && r.UpstreamStatus >= 500)
+	upstreamError := r.UpstreamFailed || (r.UpstreamAnswered && r.UpstreamStatus >= 500)
 	m.proxyObserver(proxySeries{r.Proxy, method, r.Status, r.Mock != "", lost, upstreamError}).Observe(r.Duration.Seconds())
-	if r.UpstreamContacted {
+	if r.UpstreamAnswered {
 		m.upstreamObserver(upstreamSeries{r.Proxy, method, r.UpstreamStatus}).Observe(r.UpstreamDuration.Seconds())
 	}
 	if lost {

@@ -40,7 +40,7 @@ func TestStateGaugesFromStartup(t *testing.T) {
 func TestProxyObservations(t *testing.T) {
 	m := NewMetrics("v", false)
 	m.ObserveProxy(&Exchange{Proxy: "zeta", Method: "BREW", Status: 503, Faults: []string{"loss", "latency"}, ErrorCode: "LOSS_INJECTED", Duration: 3 * time.Millisecond})
-	m.ObserveProxy(&Exchange{Proxy: "zeta", Method: "GET", Status: 502, UpstreamFailed: true, UpstreamContacted: true, UpstreamStatus: 502, Duration: time.Second, UpstreamDuration: time.Second})
+	m.ObserveProxy(&Exchange{Proxy: "zeta", Method: "GET", Status: 502, UpstreamFailed: true, UpstreamAnswered: true, UpstreamStatus: 502, Duration: time.Second, UpstreamDuration: time.Second})
 	m.ObserveProxy(&Exchange{Proxy: "", Method: "GET", Status: 404, ErrorCode: "PROXY_NOT_RESOLVED"})
 	m.MockHit("zeta", "mm")
 	out := scrape(t, m)
@@ -81,7 +81,7 @@ func TestAdminObservationsUseRouteTemplates(t *testing.T) {
 // from as many goroutines as there are cores.
 func BenchmarkObserveProxy(b *testing.B) {
 	m := NewMetrics("test", false)
-	r := &Exchange{Proxy: "zeta", Method: "GET", Status: 200, Duration: 1234567, UpstreamContacted: true, UpstreamStatus: 200, UpstreamDuration: 1000000}
+	r := &Exchange{Proxy: "zeta", Method: "GET", Status: 200, Duration: 1234567, UpstreamAnswered: true, UpstreamStatus: 200, UpstreamDuration: 1000000}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -13,8 +12,8 @@ import (
 // Exchange is the one record of a proxied request, filled in as it is
 // served: the request line and the metrics both read it, one name per
 // fact. Every branch (forwarded, mocked, dropped, unresolved) logs the same
-// keys; mock is absent when no mock answered, and the upstream fields are
-// absent when no upstream answered.
+// keys; mock is absent when no mock answered, and the upstream's status
+// and duration are absent when no upstream answered.
 type Exchange struct {
 	RequestID string
 	Proxy     string // "" when none resolved
@@ -25,8 +24,12 @@ type Exchange struct {
 	Status    int
 	Duration  time.Duration // to the response headers
 	// ErrorCode is the envelope's code when Doppel answered with one.
-	ErrorCode         string
-	UpstreamContacted bool // an upstream answered
+	ErrorCode string
+	// UpstreamContacted says a connection to the upstream was attempted,
+	// a refused one included; UpstreamAnswered that the upstream answered,
+	// with UpstreamStatus after UpstreamDuration.
+	UpstreamContacted bool
+	UpstreamAnswered  bool
 	UpstreamStatus    int
 	UpstreamDuration  time.Duration
 	UpstreamFailed    bool // a transport failure or the proxy's timeout
@@ -121,20 +124,57 @@ func (r *Exchange) Fault() string {
 // Fired reports whether the fault of that name fired.
 func (r *Exchange) Fired(name string) bool { return slices.Contains(r.Faults, name) }
 
-// LogRequest writes a request line at info. In JSON it is encoded here
-// directly, byte for byte what slog's JSON handler would write (a test
-// holds the two together) at a fraction of the cost: this runs once per
-// request. Text goes through slog.
-func (l *Logger) LogRequest(r *Exchange) {
-	if l.Level.Level() > slog.LevelInfo {
-		return
+// The request line's messages, Doppel 1.1's for each branch.
+const (
+	MsgProxied  = "request proxied"
+	MsgRejected = "request rejected"
+	MsgFailed   = "upstream failed"
+	MsgMocked   = "request mocked"
+	MsgDropped  = "request dropped"
+)
+
+// requestTarget is the request line's target: the proxy listener's.
+const requestTarget = "doppel/internal/proxy"
+
+// Event is the request line's message and level: a drop, an upstream that
+// failed (warn), a mock's answer, a request the client got wrong (one no
+// proxy resolved, or a 4xx of Doppel's own), else a request proxied. A
+// hang or an abort has no message of its own: 1.1 has neither.
+func (r *Exchange) Event() (string, slog.Level) {
+	switch f := r.Fault(); {
+	case f == "loss":
+		return MsgDropped, slog.LevelInfo
+	case f != "":
+		return MsgProxied, slog.LevelInfo
+	case r.UpstreamFailed:
+		return MsgFailed, slog.LevelWarn
+	case r.Mock != "":
+		return MsgMocked, slog.LevelInfo
+	case r.Proxy == "", r.ErrorCode != "" && r.Status >= 400 && r.Status < 500:
+		return MsgRejected, slog.LevelInfo
 	}
-	if !l.json {
-		l.LogAttrs(context.Background(), slog.LevelInfo, "request", r.attrs()...)
+	return MsgProxied, slog.LevelInfo
+}
+
+// LogRequest writes a request line. In JSON it is encoded here directly,
+// byte for byte what the handler would write for r.attrs() (a test holds
+// the two together) at a fraction of the cost: this runs once per
+// request.
+func (l *Logger) LogRequest(r *Exchange) {
+	msg, level := r.Event()
+	if l.Level.Level() > level {
 		return
 	}
 	b := l.out.buffer()
-	*b = appendRequestJSON(*b, time.Now(), r)
+	if l.text {
+		line := lineStart(*b, true, time.Now(), level, msg, requestTarget)
+		for _, a := range r.attrs() {
+			line = appendAttr(line, true, "", a)
+		}
+		*b = lineEnd(line, true, requestTarget)
+	} else {
+		*b = appendRequestJSON(*b, time.Now(), msg, level, r)
+	}
 	l.out.enqueue(b)
 }
 
@@ -148,22 +188,22 @@ func (r *Exchange) attrs() []slog.Attr {
 		slog.String("method", r.Method),
 		slog.String("path", r.Path),
 		slog.Int("status", r.Status),
-		slog.Float64("duration_ms", Millis(r.Duration)),
+		slog.Int64("duration_ms", r.Duration.Milliseconds()),
 		slog.Bool("upstream_contacted", r.UpstreamContacted),
 	)
-	if r.UpstreamContacted {
+	if r.UpstreamAnswered {
 		attrs = append(attrs,
 			slog.Int("upstream_status", r.UpstreamStatus),
-			slog.Float64("upstream_duration_ms", Millis(r.UpstreamDuration)),
+			slog.Int64("upstream_duration_ms", r.UpstreamDuration.Milliseconds()),
 		)
 	}
 	attrs = append(attrs,
 		slog.Bool("loss_injected", r.Fired("loss")),
-		slog.Float64("latency_injected_ms", Millis(r.LatencyWaited)),
+		slog.Int64("latency_injected_ms", r.LatencyWaited.Milliseconds()),
 		slog.String("fault", r.Fault()),
 	)
 	if r.ErrorCode != "" {
-		attrs = append(attrs, slog.String("code", r.ErrorCode))
+		attrs = append(attrs, slog.String("error_code", r.ErrorCode))
 	}
 	if r.UpstreamCause != "" {
 		attrs = append(attrs, slog.String("cause", r.UpstreamCause), slog.String("error", r.UpstreamError))
@@ -173,7 +213,7 @@ func (r *Exchange) attrs() []slog.Attr {
 	}
 	if t := r.Tunnel; t != nil {
 		attrs = append(attrs, slog.Int64("tunnel_bytes_up", t.Up), slog.Int64("tunnel_bytes_down", t.Down),
-			slog.Float64("tunnel_duration_ms", Millis(t.Duration)))
+			slog.Int64("tunnel_duration_ms", t.Duration.Milliseconds()))
 	}
 	return attrs
 }
@@ -181,10 +221,9 @@ func (r *Exchange) attrs() []slog.Attr {
 // Millis is a duration in milliseconds with microsecond precision.
 func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func appendRequestJSON(b []byte, now time.Time, r *Exchange) []byte {
-	b = append(b, `{"time":"`...)
-	b = now.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","level":"INFO","msg":"request","request_id":`...)
+func appendRequestJSON(b []byte, now time.Time, msg string, level slog.Level, r *Exchange) []byte {
+	b = lineStart(b, false, now, level, msg, requestTarget)
+	b = append(b, `,"request_id":`...)
 	b = appendJSONString(b, r.RequestID)
 	b = append(b, `,"proxy":`...)
 	b = appendJSONString(b, r.Proxy)
@@ -199,24 +238,24 @@ func appendRequestJSON(b []byte, now time.Time, r *Exchange) []byte {
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(r.Status), 10)
 	b = append(b, `,"duration_ms":`...)
-	b = appendMillis(b, r.Duration)
+	b = strconv.AppendInt(b, r.Duration.Milliseconds(), 10)
 	b = append(b, `,"upstream_contacted":`...)
 	b = strconv.AppendBool(b, r.UpstreamContacted)
-	if r.UpstreamContacted {
+	if r.UpstreamAnswered {
 		b = append(b, `,"upstream_status":`...)
 		b = strconv.AppendInt(b, int64(r.UpstreamStatus), 10)
 		b = append(b, `,"upstream_duration_ms":`...)
-		b = appendMillis(b, r.UpstreamDuration)
+		b = strconv.AppendInt(b, r.UpstreamDuration.Milliseconds(), 10)
 	}
 	b = append(b, `,"loss_injected":`...)
 	b = strconv.AppendBool(b, r.Fired("loss"))
 	b = append(b, `,"latency_injected_ms":`...)
-	b = appendMillis(b, r.LatencyWaited)
+	b = strconv.AppendInt(b, r.LatencyWaited.Milliseconds(), 10)
 	b = append(b, `,"fault":"`...)
 	b = append(b, r.Fault()...) // one of a few plain words
 	b = append(b, '"')
 	if r.ErrorCode != "" {
-		b = append(b, `,"code":`...)
+		b = append(b, `,"error_code":`...)
 		b = appendJSONString(b, r.ErrorCode)
 	}
 	if r.UpstreamCause != "" {
@@ -235,15 +274,9 @@ func appendRequestJSON(b []byte, now time.Time, r *Exchange) []byte {
 		b = append(b, `,"tunnel_bytes_down":`...)
 		b = strconv.AppendInt(b, t.Down, 10)
 		b = append(b, `,"tunnel_duration_ms":`...)
-		b = appendMillis(b, t.Duration)
+		b = strconv.AppendInt(b, t.Duration.Milliseconds(), 10)
 	}
-	return append(b, "}\n"...)
-}
-
-// appendMillis matches encoding/json for the values Millis yields (zero, or
-// at least 0.001): plain decimal notation, shortest form.
-func appendMillis(b []byte, d time.Duration) []byte {
-	return strconv.AppendFloat(b, Millis(d), 'f', -1, 64)
+	return lineEnd(b, false, requestTarget)
 }
 
 const hexDigits = "0123456789abcdef"
