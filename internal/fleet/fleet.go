@@ -67,11 +67,16 @@ type Registry interface {
 	List(ctx context.Context) ([]Replica, error)
 }
 
-// NewID is a replica id: 22 URL-safe characters, new on every start.
+// NewID is a replica id: 22 URL-safe characters, new on every start,
+// never with a leading `-`, which a command line would take for a flag.
 func NewID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // Advertise is the admin URL a replica is reached at by its peers: given,

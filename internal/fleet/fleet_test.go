@@ -9,9 +9,9 @@ import (
 
 func TestNewIDIs22URLSafeCharacters(t *testing.T) {
 	seen := map[string]bool{}
-	for range 100 {
+	for range 5000 {
 		id := NewID()
-		if !regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`).MatchString(id) || seen[id] {
+		if !regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{21}$`).MatchString(id) || seen[id] {
 			t.Fatalf("%q", id)
 		}
 		seen[id] = true

@@ -446,9 +446,14 @@ func revisionOf(spec *config.Session) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// newID is 22 URL-safe characters: 128 random bits.
+// newID is 22 URL-safe characters: 128 random bits, never a leading `-`,
+// which a command line (doppel sessions end ID) would take for a flag.
 func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }

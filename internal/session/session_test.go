@@ -114,3 +114,13 @@ func TestCountsSurviveWhatDoesNotChangeThem(t *testing.T) {
 		t.Errorf("after a reload: count %d, want 2", n)
 	}
 }
+
+// TestAnIDIsNeverTakenForAFlag: a generated id never begins with `-`, so
+// `doppel sessions end ID` reads it as the id (1 in 64 did).
+func TestAnIDIsNeverTakenForAFlag(t *testing.T) {
+	for range 5000 {
+		if id := newID(); len(id) != 22 || id[0] == '-' {
+			t.Fatalf("%q", id)
+		}
+	}
+}
