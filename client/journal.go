@@ -48,6 +48,10 @@ type Request struct {
 	// UpstreamMS is the upstream's time; nil when none answered.
 	UpstreamMS *float64 `json:"upstream_ms"`
 	Client     string   `json:"client"` // the peer's IP
+	// Counter is where its faults' when counts were kept with the
+	// PostgreSQL store: "fleet", or "local" when the database did not
+	// answer in time; "" when nothing counted.
+	Counter string `json:"counter,omitempty"`
 	// Tunnel is what an upgraded connection (a WebSocket) or a tcp
 	// proxy's connection relayed; nil for any other request.
 	Tunnel *Tunnel `json:"tunnel"`

@@ -40,7 +40,12 @@ func (s *Server) listCounters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if counters != nil {
-		for _, n := range counters.List() {
+		list, err := counters.List(r.Context())
+		if err != nil {
+			apierr.Write(w, apierr.StoreError, "cannot read the fleet's counters: "+err.Error())
+			return
+		}
+		for _, n := range list {
 			e := counterJSON{Fault: n.Fault, Key: n.Key, Count: n.N, FirstSeen: n.FirstSeen.UTC().Format(time.RFC3339Nano)}
 			if n.Mock != "" {
 				m := n.Mock
@@ -65,7 +70,7 @@ func (s *Server) resetCounters(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if tc := s.tcpCounters(name); tc != nil && r.URL.Query().Get("session") == "" {
-		tc.Reset()
+		_ = tc.Reset(r.Context()) // a tcp proxy's are its own
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -77,8 +82,11 @@ func (s *Server) resetCounters(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
 		return
 	}
-	p.Counters.Reset()
 	p.Attempts.Reset()
+	if err := p.Counters.Reset(r.Context()); err != nil {
+		apierr.Write(w, apierr.StoreError, "cannot reset the fleet's counters: "+err.Error())
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -744,6 +744,8 @@ func requestEntrySchema() map[string]any {
 			"duration_ms": withDescription(ms, "To the response headers."),
 			"upstream_ms": map[string]any{"type": []any{"number", "null"}, "description": "The upstream's time, or null when none answered."},
 			"client":      withDescription(str, "The peer's IP."),
+			"counter": map[string]any{"type": "string", "enum": []any{"fleet", "local"},
+				"description": "With the PostgreSQL store, where its faults' `when` counts were kept: `fleet` (the database, every replica's), or `local` (this replica's, as the database did not answer within 250 ms). Absent when nothing counted, and with the file store."},
 			"tunnel": map[string]any{
 				"description": "What an upgraded connection (a WebSocket) relayed after the switch, until it closed, when the entry is recorded, or what a tcp proxy's connection relayed; null for any other request.",
 				"oneOf": []any{map[string]any{"type": "null"}, object([]string{"bytes_up", "bytes_down", "duration_ms"}, map[string]any{

@@ -2,6 +2,7 @@ package fault
 
 import (
 	"cmp"
+	"context"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -35,7 +36,58 @@ type Counters struct {
 	// forgot says a key has been forgotten to make room since the last
 	// Forgot call said so; warned makes that once per state.
 	forgot atomic.Bool
+	// shared, when set, are the fleet's counts of the same counters,
+	// which Count asks first; report hears of each answer (nil) or
+	// failure (Count then counted here).
+	shared Shared
+	report func(error)
 }
+
+// SharedTimeout is how long a count waits for the fleet's counters before
+// it counts on this replica instead (SPEC §18.1): a request is never held
+// longer for them.
+const SharedTimeout = 250 * time.Millisecond
+
+// Shared are counters every replica of a fleet counts in (SPEC §18.1),
+// for one proxy at one revision (and one session's overlay of it): each
+// count is one atomic statement in the database.
+type Shared interface {
+	// Count counts one more request for key under scope, and returns how
+	// many there are and when the first came.
+	Count(ctx context.Context, scope Scope, key string) (n uint64, first time.Time, err error)
+	// List is every counter, oldest first, at most max.
+	List(ctx context.Context, max uint64) ([]Count, error)
+	// Reset forgets every count.
+	Reset(ctx context.Context) error
+}
+
+// Where says which counters a count was kept in.
+type Where uint8
+
+const (
+	// Here: the only counters there are, this process's (no fleet).
+	Here Where = iota
+	// Fleet: the fleet's, in the database.
+	Fleet
+	// Local: this replica's, as the fleet's did not answer in time.
+	Local
+)
+
+// String is what the journal says: "" for Here, "fleet", "local".
+func (w Where) String() string {
+	switch w {
+	case Fleet:
+		return "fleet"
+	case Local:
+		return "local"
+	}
+	return ""
+}
+
+// Share makes c count in s first (the fleet's counters); report hears
+// of each of s's answers, nil, or of the error that made a count fall back
+// to c's own. Called before c is put in force.
+func (c *Counters) Share(s Shared, report func(error)) { c.shared, c.report = s, report }
 
 type counterState struct {
 	seed   maphash.Seed
@@ -90,15 +142,41 @@ func (c *Counters) Bound(n uint64) { c.max = n }
 // It is called before c counts anything and is put in force.
 func (c *Counters) Adopt(old *Counters) { c.state = old.state }
 
-// Reset forgets every count.
-func (c *Counters) Reset() { c.state.Store(newCounterState()) }
+// Reset forgets every count: the fleet's too when shared.
+func (c *Counters) Reset(ctx context.Context) error {
+	c.state.Store(newCounterState())
+	if c.shared != nil {
+		return c.shared.Reset(ctx)
+	}
+	return nil
+}
 
 // Forgot reports, once, that a key was forgotten to make room.
 func (c *Counters) Forgot() bool { return c.forgot.Load() && c.forgot.CompareAndSwap(true, false) }
 
 // Count counts one more request for key under scope, at now, and
-// returns how many there are (1 for the first) and when the first came.
-func (c *Counters) Count(scope *Scope, key string, now time.Time) (n uint64, first time.Time) {
+// returns how many there are (1 for the first), when the first came, and
+// where it was counted: in the fleet's counters when shared and they
+// answer within SharedTimeout (ctx, the request's, ends it sooner), else
+// in c's own.
+func (c *Counters) Count(ctx context.Context, scope *Scope, key string, now time.Time) (n uint64, first time.Time, where Where) {
+	if c.shared == nil {
+		n, first = c.count(scope, key, now)
+		return n, first, Here
+	}
+	ctx, cancel := context.WithTimeout(ctx, SharedTimeout)
+	n, first, err := c.shared.Count(ctx, *scope, key)
+	cancel()
+	c.report(err)
+	if err == nil {
+		return n, first, Fleet
+	}
+	n, first = c.count(scope, key, now)
+	return n, first, Local
+}
+
+// count is Count in c's own counters.
+func (c *Counters) count(scope *Scope, key string, now time.Time) (n uint64, first time.Time) {
 	st := c.state.Load()
 	var h maphash.Hash
 	h.SetSeed(st.seed)
@@ -144,8 +222,15 @@ type Count struct {
 	FirstSeen        time.Time
 }
 
-// List is every counter kept, oldest first.
-func (c *Counters) List() []Count {
+// List is every counter kept, oldest first: the fleet's when shared.
+func (c *Counters) List(ctx context.Context) ([]Count, error) {
+	if c.shared != nil {
+		return c.shared.List(ctx, c.max)
+	}
+	return c.list(), nil
+}
+
+func (c *Counters) list() []Count {
 	st := c.state.Load()
 	latest := st.seq.Load()
 	out := []Count{}

@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -20,14 +21,14 @@ func TestCountersCountEachKeyOnce(t *testing.T) {
 	for g := range 32 {
 		wg.Go(func() {
 			for i := range 500 {
-				c.Count(loss, fmt.Sprint("k", (i+g)%50), time.Now())
+				c.count(loss, fmt.Sprint("k", (i+g)%50), time.Now())
 			}
 		})
 	}
 	wg.Wait()
-	c.Count(abort, "k1", time.Now())
+	c.count(abort, "k1", time.Now())
 	byKey := map[string]uint64{}
-	for _, n := range c.List() {
+	for _, n := range c.list() {
 		byKey[n.Mock+"/"+n.Key] = n.N
 	}
 	for k := range 50 {
@@ -41,12 +42,12 @@ func TestCountersCountEachKeyOnce(t *testing.T) {
 	// A new runtime's counters adopt the old ones; a reset empties them.
 	next := NewCounters()
 	next.Adopt(c)
-	if n, _ := next.Count(loss, "k0", time.Now()); n != 321 {
+	if n, _ := next.count(loss, "k0", time.Now()); n != 321 {
 		t.Errorf("adopted: %d", n)
 	}
-	next.Reset()
-	if n, _ := next.Count(loss, "k0", time.Now()); n != 1 || len(next.List()) != 1 {
-		t.Errorf("after a reset: %d, %d kept", n, len(next.List()))
+	next.Reset(context.Background())
+	if n, _ := next.count(loss, "k0", time.Now()); n != 1 || len(next.list()) != 1 {
+		t.Errorf("after a reset: %d, %d kept", n, len(next.list()))
 	}
 }
 
@@ -57,22 +58,22 @@ func TestCountersForgetTheOldestFirst(t *testing.T) {
 	c := NewCounters()
 	s := &Scope{Fault: "loss"}
 	for i := range MaxCounterKeys {
-		c.Count(s, fmt.Sprint(i), time.Now())
+		c.count(s, fmt.Sprint(i), time.Now())
 	}
 	if c.Forgot() {
 		t.Fatal("forgot before the bound")
 	}
-	c.Count(s, "one more", time.Now())
+	c.count(s, "one more", time.Now())
 	if !c.Forgot() || c.Forgot() {
 		t.Error("Forgot says so once")
 	}
-	if n, _ := c.Count(s, "0", time.Now()); n != 1 {
+	if n, _ := c.count(s, "0", time.Now()); n != 1 {
 		t.Errorf("the oldest key was kept: %d", n)
 	}
-	if n, _ := c.Count(s, fmt.Sprint(MaxCounterKeys-1), time.Now()); n != 2 {
+	if n, _ := c.count(s, fmt.Sprint(MaxCounterKeys-1), time.Now()); n != 2 {
 		t.Errorf("a newer key was forgotten: %d", n)
 	}
-	if got := len(c.List()); got != MaxCounterKeys {
+	if got := len(c.list()); got != MaxCounterKeys {
 		t.Errorf("%d kept, want %d", got, MaxCounterKeys)
 	}
 }
@@ -106,10 +107,10 @@ func TestEveryConditionCountsTheRequest(t *testing.T) {
 func TestAResetReachesTheAdopter(t *testing.T) {
 	old, next := NewCounters(), NewCounters()
 	s := &Scope{Fault: "loss"}
-	old.Count(s, "k", time.Now())
+	old.count(s, "k", time.Now())
 	next.Adopt(old)
-	old.Reset()
-	if n, _ := next.Count(s, "k", time.Now()); n != 1 {
+	old.Reset(context.Background())
+	if n, _ := next.count(s, "k", time.Now()); n != 1 {
 		t.Errorf("after a reset through the old counters: %d", n)
 	}
 }

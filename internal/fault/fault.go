@@ -81,6 +81,9 @@ type Exchange interface {
 	// Fired records that the fault of that name fired (the log line, the
 	// metrics, the journal); detail is what its Detail says, if anything.
 	Fired(name, detail string)
+	// Counted records where the request's conditions were counted, when
+	// they were shared with a fleet (the journal's counter).
+	Counted(where Where)
 	// Cut cuts the client's connection now, sending what the answer
 	// wrote so far and nothing more: reset with a TCP RST, else a FIN.
 	// On HTTP/2 the stream is reset and the connection kept. A cut before
@@ -124,13 +127,19 @@ func (s Set) Inject(r Roller, k Key, x Exchange) (answered bool) {
 	// is of the requests its headers admit, not of those that reached it.
 	var barred [8]bool
 	var now time.Time
+	counted := Here
 	for i, f := range s {
 		if c, ok := f.(*conditioned); ok && i < len(barred) {
 			if now.IsZero() {
 				now = time.Now()
 			}
-			barred[i] = !c.when.Admits(x.Request(), now)
+			admits, where := c.when.Admits(x.Request(), now)
+			barred[i] = !admits
+			counted = max(counted, where) // one count kept locally makes the request's local
 		}
+	}
+	if counted != Here {
+		x.Counted(counted)
 	}
 	for i, f := range s {
 		if i < len(barred) && barred[i] {

@@ -21,10 +21,12 @@ type recorder struct {
 	cut     bool
 	hung    time.Duration
 	req     *http.Request
+	counted Where
 	grpc    int
 }
 
 func (r *recorder) Fired(name, _ string) { r.fired = append(r.fired, name) }
+func (r *recorder) Counted(w Where)      { r.counted = w }
 func (r *recorder) Cut(bool)             { r.cut = true }
 func (r *recorder) Hang(d time.Duration) { r.hung = d }
 func (r *recorder) Context() context.Context {

@@ -75,19 +75,25 @@ func NewCondition(w *config.When, mock, name string, counters *Counters) *Condit
 }
 
 // Admits reports whether the fault may fire on r: its headers match, and
-// when counted, it falls in the count and the window. Only the requests
-// the headers admit are counted.
-func (c *Condition) Admits(r *http.Request, now time.Time) bool {
+// when counted, it falls in the count and the window; and where it was
+// counted. Only the requests the headers admit are counted.
+func (c *Condition) Admits(r *http.Request, now time.Time) (bool, Where) {
 	for _, h := range c.headers {
 		v, ok := r.Header[h.name]
 		if !ok || len(v) == 0 || !h.re.MatchString(v[0]) {
-			return false
+			return false, Here
 		}
 	}
 	if c.kind == countNone && !c.windowed {
-		return true
+		return true, Here
 	}
-	n, first := c.counters.Count(&c.scope, c.key(r), now)
+	n, first, where := c.counters.Count(r.Context(), &c.scope, c.key(r), now)
+	return c.passes(n, first, now), where
+}
+
+// passes says whether the nth request of a key, the first at first,
+// falls in the count and the window.
+func (c *Condition) passes(n uint64, first, now time.Time) bool {
 	switch c.kind {
 	case countFirst:
 		if n > c.n {

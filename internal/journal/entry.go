@@ -33,7 +33,10 @@ type Entry struct {
 	DurationMS            float64   `json:"duration_ms"`
 	UpstreamMS            *float64  `json:"upstream_ms"`
 	Client                string    `json:"client"`
-	Tunnel                *Tunnel   `json:"tunnel"`
+	// Counter is where its faults' when counts were kept in a fleet
+	// (SPEC §18.1): "fleet", "local"; "" when nothing counted or no fleet.
+	Counter string  `json:"counter,omitempty"`
+	Tunnel  *Tunnel `json:"tunnel"`
 
 	seq uint64 // the order of recording, from 1
 	k   *kept  // what it was made from; filters read it

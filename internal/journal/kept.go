@@ -57,6 +57,8 @@ const (
 	flagBodyCut
 	flagResponseBodyCut
 	flagHeadersCut // the request's or the answer's
+	flagCounterFleet
+	flagCounterLocal
 )
 
 // keptOverhead is what an entry takes beside its text.
@@ -90,6 +92,8 @@ func keep(rec *telemetry.Exchange, start time.Time, s *settings) *kept {
 	k.flag(flagLoss, rec.Fired("loss"))
 	k.flag(flagHang, rec.Fired("hang"))
 	k.flag(flagBandwidth, rec.Fired("bandwidth"))
+	k.flag(flagCounterFleet, rec.Counter == "fleet")
+	k.flag(flagCounterLocal, rec.Counter == "local")
 
 	strs := [...]string{rec.RequestID, rec.Proxy, rec.Mock, rec.Method, rec.Path, rec.Query, rec.Client, rec.Abort, rec.Session}
 	reqHeaders := planFlat(rec.RequestHeader, s.secret, s.headers)
@@ -184,6 +188,12 @@ func (k *kept) entry() *Entry {
 	if at := k.field(textAbort); len(at) > 0 {
 		a := string(at)
 		e.Fault.Abort = &a
+	}
+	switch {
+	case k.has(flagCounterFleet):
+		e.Counter = "fleet"
+	case k.has(flagCounterLocal):
+		e.Counter = "local"
 	}
 	if k.has(flagUpstream) {
 		ms := telemetry.Millis(k.upstream)

@@ -250,6 +250,9 @@ func (ex *exchange) Fired(name, detail string) {
 	ex.rec.Fire(name, detail)
 }
 
+// Counted records where the request's conditions were counted.
+func (ex *exchange) Counted(where fault.Where) { ex.rec.Counter = where.String() }
+
 // statusClientLeft is logged for a request whose client disconnected
 // before its answer began.
 const statusClientLeft = 499

@@ -108,9 +108,9 @@ func TestCountsSurviveWhatDoesNotChangeThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	scope := &fault.Scope{Fault: "loss"}
-	r.Lookup(s.ID, "shop").Counters.Count(scope, "", time.Now())
+	r.Lookup(s.ID, "shop").Counters.Count(context.Background(), scope, "", time.Now())
 	r.Recompile(r.rt)
-	if n, _ := r.Lookup(s.ID, "shop").Counters.Count(scope, "", time.Now()); n != 2 {
+	if n, _, _ := r.Lookup(s.ID, "shop").Counters.Count(context.Background(), scope, "", time.Now()); n != 2 {
 		t.Errorf("after a reload: count %d, want 2", n)
 	}
 }

@@ -52,8 +52,10 @@ const (
 
 // fires rolls the fault of that name for a connection from client.
 func (pl *Planner) fires(name string, roll fault.Roll, share float64, client *http.Request, now time.Time) bool {
-	if c := pl.when[name]; c != nil && !c.Admits(client, now) {
-		return false
+	if c := pl.when[name]; c != nil {
+		if admits, _ := c.Admits(client, now); !admits {
+			return false
+		}
 	}
 	return fault.Fires(pl.roller, fault.Key{Proxy: pl.proxy, Roll: roll}, share)
 }

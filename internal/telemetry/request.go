@@ -40,6 +40,10 @@ type Exchange struct {
 	UpstreamError string
 	// Faults are the names of the faults that fired, in roll order.
 	Faults []string
+	// Counter says where its faults' conditions were counted when they
+	// are a fleet's: "fleet", or "local" when the database did not answer
+	// in time; "" when nothing counted or there is no fleet.
+	Counter string
 	// Abort is where an abort that fired cuts (request, response, body).
 	Abort         string
 	LatencyWaited time.Duration // the wait actually taken
