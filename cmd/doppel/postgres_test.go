@@ -26,13 +26,13 @@ func TestMigratePushPull(t *testing.T) {
 	if up.code != 1 || !strings.Contains(up.stderr, "doppel config migrate") {
 		t.Fatalf("serve on an unmigrated database: %s", up)
 	}
-	if r = run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "applied 8 migrations; 8 migrations in total\n" {
+	if r = run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "applied 9 migrations; 9 migrations in total\n" {
 		t.Fatalf("migrate: %s", r)
 	}
-	if r = run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "already up to date; 8 migrations applied\n" {
+	if r = run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "already up to date; 9 migrations applied\n" {
 		t.Fatalf("migrate again: %s", r)
 	}
-	if r = run("config", "migrate", "--status", "--database-url", url); r.code != 0 || r.stdout != "schema version 8; 8 migrations applied\nup to date\n" {
+	if r = run("config", "migrate", "--status", "--database-url", url); r.code != 0 || r.stdout != "schema version 9; 9 migrations applied\nup to date\n" {
 		t.Fatalf("status after: %s", r)
 	}
 

@@ -88,10 +88,10 @@ func TestADoppel11DatabaseIsUsedInPlace(t *testing.T) {
 		t.Fatalf("serve before migrate: %s", r)
 	}
 	if r := run("config", "migrate", "--status", "--database-url", url); r.code != 1 || r.stdout != "schema version 5; 5 migrations applied\n"+
-		"missing: migration 6 (sessions)\nmissing: migration 7 (revisions)\nmissing: migration 8 (replicas)\nrun `doppel config migrate`\n" {
+		"missing: migration 6 (sessions)\nmissing: migration 7 (revisions)\nmissing: migration 8 (replicas)\nmissing: migration 9 (counters)\nrun `doppel config migrate`\n" {
 		t.Fatalf("status of 1.1's database: %s", r)
 	}
-	if r := run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "applied 3 migrations; 8 migrations in total\n" {
+	if r := run("config", "migrate", "--database-url", url); r.code != 0 || r.stdout != "applied 4 migrations; 9 migrations in total\n" {
 		t.Fatalf("migrate: %s", r)
 	}
 
@@ -168,7 +168,7 @@ func TestADoppel11DatabaseIsUsedInPlace(t *testing.T) {
 	if !slices.Equal(of11, catalog11) {
 		t.Fatalf("1.1's schema changed:\n got %q\nwant %q", of11, catalog11)
 	}
-	if got := pgtest.Ledger(t, url); !slices.Equal(got[:5], ledger11) || len(got) != 8 {
+	if got := pgtest.Ledger(t, url); !slices.Equal(got[:5], ledger11) || len(got) != 9 {
 		t.Fatalf("1.1's ledger rows changed:\n got %q\nwant %q and ours", got, ledger11)
 	}
 	ctx := context.Background()

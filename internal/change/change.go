@@ -22,12 +22,13 @@ import (
 
 // Controller changes what a Holder holds, from what a Store stores.
 type Controller struct {
-	mu     sync.Mutex
-	holder *runtime.Holder
-	store  store.Store
-	log    *telemetry.Logger
-	onSwap []func(old, next *runtime.Runtime)
-	checks []func(ctx context.Context, next *config.Document) []config.Violation
+	mu      sync.Mutex
+	holder  *runtime.Holder
+	store   store.Store
+	log     *telemetry.Logger
+	onSwap  []func(old, next *runtime.Runtime)
+	prepare []func(rt *runtime.Runtime)
+	checks  []func(ctx context.Context, next *config.Document) []config.Violation
 }
 
 // New makes the controller of holder over st; log receives what goes
@@ -50,6 +51,15 @@ func (c *Controller) OnSwap(fn func(old, next *runtime.Runtime)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.onSwap = append(c.onSwap, fn)
+}
+
+// Prepare adds what a runtime is given before it is put in force (the
+// fleet's counters), under the controller's lock, before any request
+// reads it.
+func (c *Controller) Prepare(fn func(rt *runtime.Runtime)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.prepare = append(c.prepare, fn)
 }
 
 // Check adds a rule that a configuration must pass to be put in force
@@ -81,6 +91,9 @@ func (c *Controller) checked(ctx context.Context, doc *config.Document) error {
 func (c *Controller) swap(rt *runtime.Runtime) *runtime.Runtime {
 	old := c.holder.Load()
 	rt.Inherit(old)
+	for _, fn := range c.prepare {
+		fn(rt)
+	}
 	c.holder.Swap(rt)
 	for _, fn := range c.onSwap {
 		fn(old, rt)

@@ -2,6 +2,7 @@ package fault
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -112,5 +113,61 @@ func TestAResetReachesTheAdopter(t *testing.T) {
 	old.Reset(context.Background())
 	if n, _ := next.count(s, "k", time.Now()); n != 1 {
 		t.Errorf("after a reset through the old counters: %d", n)
+	}
+}
+
+// stalled are fleet counters that answer after after, or fail.
+type stalled struct {
+	after time.Duration
+	err   error
+	n     uint64
+}
+
+func (s *stalled) Count(ctx context.Context, _ Scope, _ string) (uint64, time.Time, error) {
+	select {
+	case <-time.After(s.after):
+	case <-ctx.Done():
+		return 0, time.Time{}, ctx.Err()
+	}
+	if s.err != nil {
+		return 0, time.Time{}, s.err
+	}
+	s.n++
+	return s.n, time.Unix(0, 0), nil
+}
+func (s *stalled) List(context.Context, uint64) ([]Count, error) { return nil, s.err }
+func (s *stalled) Reset(context.Context) error                   { return s.err }
+
+// TestSharedCountersFallBackInTime: counters shared with a fleet count in
+// its counters; when those do not answer within SharedTimeout, or fail,
+// the count is kept here, said Local, and reported; the request is never
+// held longer than SharedTimeout.
+func TestSharedCountersFallBackInTime(t *testing.T) {
+	scope := &Scope{Fault: "loss"}
+	var reported []error
+	c := NewCounters()
+	fleet := &stalled{}
+	c.Share(fleet, func(err error) { reported = append(reported, err) })
+	if n, _, where := c.Count(context.Background(), scope, "k", time.Now()); n != 1 || where != Fleet {
+		t.Fatalf("the fleet's first: %d %v", n, where)
+	}
+	fleet.after = time.Hour
+	start := time.Now()
+	n, _, where := c.Count(context.Background(), scope, "k", time.Now())
+	if took := time.Since(start); where != Local || n != 1 || took > 30*time.Second {
+		t.Fatalf("a stalled fleet: %d %v after %v", n, where, took)
+	}
+	fleet.after, fleet.err = 0, errors.New("connection refused")
+	if n, _, where := c.Count(context.Background(), scope, "k", time.Now()); where != Local || n != 2 {
+		t.Fatalf("a failing fleet: %d %v", n, where)
+	}
+	if len(reported) != 3 || reported[0] != nil || !errors.Is(reported[1], context.DeadlineExceeded) || reported[2] == nil {
+		t.Fatalf("reported %v", reported)
+	}
+	if _, err := c.List(context.Background()); err == nil {
+		t.Fatal("a list of a failing fleet's counters did not fail")
+	}
+	if Local.String() != "local" || Fleet.String() != "fleet" || Here.String() != "" {
+		t.Fatal("Where's names")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/admin"
@@ -130,7 +131,11 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 	watchAdvisories(i.Control, o)
 	metrics := newMetrics(doc, i.Control)
 	jr := newJournal(i.Control)
-	sessions, stopSessions := newSessions(i.Control, o.Log, o.Postgres)
+	var overlays func(p *runtime.Proxy, session string)
+	if o.Postgres != nil {
+		overlays = shareCounters(i.Control, rt, o.Postgres, metrics, o.Log)
+	}
+	sessions, stopSessions := newSessions(i.Control, o.Log, o.Postgres, overlays)
 	i.stops = append(i.stops, stopSessions)
 	stopFollowing, err := followStore(i.Control, o.Store, o.Follow)
 	if err != nil {
@@ -170,6 +175,7 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 	if err := i.join(o, rt); err != nil {
 		return nil, err
 	}
+
 	if api != nil {
 		api.Fleet = i.Fleet
 	}
@@ -212,6 +218,51 @@ func (i *Instance) join(o Options, rt *runtime.Runtime) error {
 	}
 	i.Control.OnSwap(func(_, next *runtime.Runtime) { i.Fleet.SetRevision(string(next.Revision)) })
 	return nil
+}
+
+// shareCounters makes the counters of every proxy and session overlay the
+// fleet's (SPEC §18.1): kept in the database, each count one statement,
+// falling back to the replica's own when the database does not answer in
+// time, which the metric counts and the log says once an outage. A new
+// configuration deletes the counters of the revisions it no longer serves.
+func shareCounters(ctl *change.Controller, first *runtime.Runtime, pg *postgres.Store, metrics *telemetry.Metrics, log *telemetry.Logger) (overlays func(p *runtime.Proxy, session string)) {
+	var out atomic.Bool // the fleet's counters are not answering
+	report := func(proxy string) func(error) {
+		return func(err error) {
+			switch {
+			case err == nil && out.Load() && out.CompareAndSwap(true, false):
+				log.Info("the fleet's counters answer again; counting in the database", "proxy", proxy)
+			case err != nil:
+				metrics.CounterFellBack(proxy)
+				if out.CompareAndSwap(false, true) {
+					log.Warn("the fleet's counters did not answer within 250 ms; counting on this replica until they do", "proxy", proxy, "error", err)
+				}
+			}
+		}
+	}
+	share := func(rt *runtime.Runtime) {
+		for _, p := range rt.Proxies {
+			p.Counters.Share(pg.Counters(p.Name, string(p.Revision), "", p.Counters.Max()), report(p.Name))
+		}
+	}
+	share(first)
+	ctl.Prepare(share)
+	ctl.OnSwap(func(_, next *runtime.Runtime) {
+		serving := make(map[string]string, len(next.Proxies))
+		for _, p := range next.Proxies {
+			serving[p.Name] = string(p.Revision)
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := pg.KeepCounters(ctx, serving); err != nil {
+				log.Warn("cannot delete the counters of the revisions no longer served; they stay until the next change", "error", err)
+			}
+		}()
+	})
+	return func(p *runtime.Proxy, id string) {
+		p.Counters.Share(pg.Counters(p.Name, string(p.Revision), id, p.Counters.Max()), report(p.Name))
+	}
 }
 
 // joinTimeout bounds the registry's first write; leaveTimeout its last
@@ -363,8 +414,11 @@ func newJournal(ctl *change.Controller) *journal.Journal {
 // configuration changes and ended at their expiry until stop is called.
 // With PostgreSQL they live in the database, and every replica's write
 // reaches this one through LISTEN (caught up after every connect).
-func newSessions(ctl *change.Controller, logger *telemetry.Logger, pg *postgres.Store) (reg *session.Registry, stop func()) {
+func newSessions(ctl *change.Controller, logger *telemetry.Logger, pg *postgres.Store, overlays func(p *runtime.Proxy, session string)) (reg *session.Registry, stop func()) {
 	reg = session.New(ctl.Runtime(), logger.Logger)
+	if overlays != nil {
+		reg.Prepare(overlays)
+	}
 	ctl.OnSwap(func(_, next *runtime.Runtime) { reg.Recompile(next) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -83,7 +83,14 @@ type Registry struct {
 	now    func() time.Time
 	wake   chan struct{}
 	shared Shared // nil: in this instance's memory only
+	// prepare, when set, is given every overlay compiled, with its
+	// session's id, before the overlay is in force (the fleet's counters).
+	prepare func(p *runtime.Proxy, session string)
 }
+
+// Prepare makes fn see every overlay compiled from now on, before it is in
+// force.
+func (r *Registry) Prepare(fn func(p *runtime.Proxy, session string)) { r.prepare = fn }
 
 // Share makes sh where the sessions live, from now on.
 func (r *Registry) Share(sh Shared) { r.shared = sh }
@@ -397,6 +404,9 @@ func (r *Registry) build(id string, spec *config.Session, raw json.RawMessage) (
 		if err != nil {
 			return nil, err
 		}
+		if r.prepare != nil {
+			r.prepare(p, id)
+		}
 		s.Proxies[string(name)] = p
 	}
 	return s, nil
@@ -416,6 +426,9 @@ func (r *Registry) compile(id string, spec *config.Session) map[string]*runtime.
 		if err != nil {
 			r.log.Warn("a session's overlay no longer compiles over its proxy; the session no longer applies to it", "session", id, "proxy", string(name), "error", err.Error())
 			continue
+		}
+		if r.prepare != nil {
+			r.prepare(p, id)
 		}
 		out[string(name)] = p
 	}

@@ -51,6 +51,7 @@ type Metrics struct {
 	proxyMocks       *prometheus.GaugeVec
 	tcpConnections   *prometheus.CounterVec
 	tcpBytes         *prometheus.CounterVec
+	counterFallback  *prometheus.CounterVec
 
 	// The histograms' series by their labels, once looked up: a vector's
 	// own lookup hashes the label values under a lock every request
@@ -133,13 +134,25 @@ func NewMetrics(version string, dashboard bool) *Metrics {
 	m.tcpBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "doppel_tcp_bytes_total", Help: "Bytes a tcp proxy relayed: direction up is from the client, down from the upstream.",
 	}, []string{"proxy", "direction"})
+	m.counterFallback = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "doppel_counter_fallback_total", Help: "Requests whose when counts were kept on this replica because the fleet's counters (the database) did not answer within 250 ms.",
+	}, []string{"proxy"})
 	m.reg.MustRegister(m.proxyDuration, m.upstreamDuration, m.adminDuration, m.loss, m.latency, m.faults, m.mockHits,
-		build, dash, m.lastError, m.proxyMocks, m.tcpConnections, m.tcpBytes,
+		build, dash, m.lastError, m.proxyMocks, m.tcpConnections, m.tcpBytes, m.counterFallback,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	build.WithLabelValues(version).Set(1)
 	dash.WithLabelValues(strconv.FormatBool(dashboard)).Set(1)
 	m.lastError.WithLabelValues("").Set(0)
 	return m
+}
+
+// CounterFellBack counts a request of proxy whose when counts were kept
+// on this replica, the fleet's not answering in time.
+func (m *Metrics) CounterFellBack(proxy string) {
+	if m == nil {
+		return
+	}
+	m.counterFallback.WithLabelValues(proxy).Inc()
 }
 
 // ObserveConnection counts a tcp proxy's connection when it ends: the

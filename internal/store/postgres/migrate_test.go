@@ -71,11 +71,11 @@ func TestAFreshDatabaseIsDoppel11s(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantLines(t, "first migrate", r, false, "applied 8 migrations; 8 migrations in total")
+	wantLines(t, "first migrate", r, false, "applied 9 migrations; 9 migrations in total")
 	r, _ = Migrate(ctx, p)
-	wantLines(t, "second migrate", r, false, "already up to date; 8 migrations applied")
+	wantLines(t, "second migrate", r, false, "already up to date; 9 migrations applied")
 	r, _ = Status(ctx, p)
-	wantLines(t, "status after", r, false, "schema version 8; 8 migrations applied", "up to date")
+	wantLines(t, "status after", r, false, "schema version 9; 9 migrations applied", "up to date")
 	if err := CheckMigrated(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestAFreshDatabaseIsDoppel11s(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantLines(t, "migrate a database 1.1 left", r, false, "applied 3 migrations; 8 migrations in total")
+	wantLines(t, "migrate a database 1.1 left", r, false, "applied 4 migrations; 9 migrations in total")
 	after := pgtest.Catalog(t, released)
 	if got := slices.DeleteFunc(slices.Clone(after), func(l string) bool { return slices.Contains(oursOnly(after), l) }); !slices.Equal(got, catalog11) {
 		t.Fatalf("1.1's tables changed:\n got %q\nwant %q", got, catalog11)
@@ -124,24 +124,24 @@ func TestALedgerThatCannotBeFollowedIsNotWritten(t *testing.T) {
 		name:   "half migrated by 1.1",
 		damage: `DELETE FROM _sqlx_migrations WHERE version >= 4`,
 		status: []string{"schema version 3; 3 migrations applied", "missing: migration 4 (admin public)", "missing: migration 5 (settings as jsonb)",
-			"missing: migration 6 (sessions)", "missing: migration 7 (revisions)", "missing: migration 8 (replicas)", runReleased},
+			"missing: migration 6 (sessions)", "missing: migration 7 (revisions)", "missing: migration 8 (replicas)", "missing: migration 9 (counters)", runReleased},
 		refuse: []string{"missing: migration 4 (admin public)", "missing: migration 5 (settings as jsonb)", runReleased},
 	}, {
 		name:   "a failed migration",
 		damage: `UPDATE _sqlx_migrations SET success = FALSE WHERE version = 2`,
 		status: []string{"schema version 5; 5 migrations applied", "failed: migration 2 (proxy rewrite redirects) is recorded as not having completed",
-			"missing: migration 6 (sessions)", "missing: migration 7 (revisions)", "missing: migration 8 (replicas)", runMigrate},
+			"missing: migration 6 (sessions)", "missing: migration 7 (revisions)", "missing: migration 8 (replicas)", "missing: migration 9 (counters)", runMigrate},
 		refuse: []string{"failed: migration 2 (proxy rewrite redirects) is recorded as not having completed"},
 	}, {
 		name:   "a changed migration",
 		damage: `UPDATE _sqlx_migrations SET checksum = '\x00' WHERE version = 3`,
 		status: []string{"schema version 5; 5 migrations applied", "changed: migration 3 (admin groups) does not match the file this binary carries",
-			"missing: migration 6 (sessions)", "missing: migration 7 (revisions)", "missing: migration 8 (replicas)", runMigrate},
+			"missing: migration 6 (sessions)", "missing: migration 7 (revisions)", "missing: migration 8 (replicas)", "missing: migration 9 (counters)", runMigrate},
 		refuse: []string{"changed: migration 3 (admin groups) does not match the file this binary carries"},
 	}, {
 		name:   "a newer binary's migration before ours",
 		damage: `INSERT INTO _sqlx_migrations VALUES (99, 'fleet counters', now(), TRUE, '\x01', 1)`,
-		status: []string{"schema version 99; 6 migrations applied", "missing: migration 6 (sessions)", "missing: migration 7 (revisions)", "missing: migration 8 (replicas)",
+		status: []string{"schema version 99; 6 migrations applied", "missing: migration 6 (sessions)", "missing: migration 7 (revisions)", "missing: migration 8 (replicas)", "missing: migration 9 (counters)",
 			"unknown: migration 99 (fleet counters) is applied but not carried by this binary", runMigrate},
 		refuse: []string{"unknown: migration 99 (fleet counters) is applied but not carried by this binary",
 			"a newer Doppel migrated this database: the migrations this binary lacks would run after its own; migrate with the newer binary"},
@@ -179,7 +179,7 @@ func TestALedgerThatCannotBeFollowedIsNotWritten(t *testing.T) {
 	}
 	exec(t, p, `INSERT INTO _sqlx_migrations VALUES (99, 'fleet counters', now(), TRUE, '\x01', 1)`)
 	r, _ := Status(ctx, p)
-	wantLines(t, "status with a newer migration", r, false, "schema version 99; 9 migrations applied",
+	wantLines(t, "status with a newer migration", r, false, "schema version 99; 10 migrations applied",
 		"unknown: migration 99 (fleet counters) is applied but not carried by this binary", "up to date")
 	if err := CheckMigrated(ctx, p); err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestALedgerThatCannotBeFollowedIsNotWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantLines(t, "migrate with a newer migration", r, false, "already up to date; 9 migrations applied")
+	wantLines(t, "migrate with a newer migration", r, false, "already up to date; 10 migrations applied")
 }
 
 // TestTheLayoutOfAnEarlierDoppelInGoIsMoved: a database an earlier Doppel
@@ -236,7 +236,7 @@ func TestTheLayoutOfAnEarlierDoppelInGoIsMoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantLines(t, "the move", r, false, "moved from the ledger doppel_migrations to Doppel 1.1's layout, nothing lost", "applied 1 migration; 8 migrations in total")
+	wantLines(t, "the move", r, false, "moved from the ledger doppel_migrations to Doppel 1.1's layout, nothing lost", "applied 2 migrations; 9 migrations in total")
 
 	migrated := pgtest.URL(t)
 	if _, err := Migrate(ctx, pool(t, migrated)); err != nil {

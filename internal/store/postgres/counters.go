@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/jackc/pgx/v5"
+)
+
+// Counters are the fleet's counters of one proxy at one revision, or of
+// one session's overlay of it (SPEC §18.1): every replica counts in the
+// same rows of doppel_counters.
+type Counters struct {
+	s                        *Store
+	proxy, revision, session string
+	// inserted counts the keys this replica added, so that every
+	// pruneEvery of them the oldest past the bound are deleted.
+	inserted atomic.Uint64
+	max      uint64
+}
+
+var _ fault.Shared = (*Counters)(nil)
+
+// pruneEvery is how many new keys a replica adds between two prunings of
+// the keys past a proxy's bound.
+const pruneEvery = 1000
+
+// maxCounterKey is what a row keeps of a key to show, as a replica's own
+// counters keep; the count is of the whole key, by its hash.
+const maxCounterKey = 256
+
+// Counters are the fleet's counters of proxy at revision, session's
+// overlay of it when session is not "", keeping at most max keys.
+func (s *Store) Counters(proxy, revision, session string, max uint64) *Counters {
+	return &Counters{s: s, proxy: proxy, revision: revision, session: session, max: max}
+}
+
+// Count implements fault.Shared: one statement, which inserts the key's
+// row or adds one to it, and returns the count and the first time.
+func (c *Counters) Count(ctx context.Context, scope fault.Scope, key string) (uint64, time.Time, error) {
+	sum := sha256.Sum256([]byte(key))
+	var n int64
+	var first time.Time
+	var inserted bool
+	err := c.s.pool.QueryRow(ctx, `INSERT INTO doppel_counters (config, proxy, revision, session, mock, fault, key_hash, key, n)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1)
+		ON CONFLICT (config, proxy, revision, session, mock, fault, key_hash) DO UPDATE SET n = doppel_counters.n + 1
+		RETURNING n, first_seen, xmax = 0`,
+		c.s.name, c.proxy, c.revision, c.session, scope.Mock, scope.Fault, sum[:], shown(key)).Scan(&n, &first, &inserted)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	if inserted && c.inserted.Add(1)%pruneEvery == 0 {
+		go c.prune()
+	}
+	return uint64(n), first, nil
+}
+
+// shown is what a row keeps of a key: its first bytes, valid UTF-8.
+func shown(key string) string {
+	if len(key) > maxCounterKey {
+		key = key[:maxCounterKey]
+	}
+	return strings.ToValidUTF8(key, string(utf8.RuneError))
+}
+
+// prune deletes the oldest keys past the bound, off the request path.
+func (c *Counters) prune() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = c.s.pool.Exec(ctx, `DELETE FROM doppel_counters WHERE ctid IN (
+		SELECT ctid FROM doppel_counters WHERE config = $1 AND proxy = $2 AND revision = $3 AND session = $4
+		ORDER BY first_seen DESC OFFSET $5)`, c.s.name, c.proxy, c.revision, c.session, c.max)
+}
+
+// List implements fault.Shared.
+func (c *Counters) List(ctx context.Context, max uint64) ([]fault.Count, error) {
+	rows, err := c.s.pool.Query(ctx, `SELECT mock, fault, key, n, first_seen FROM (
+			SELECT mock, fault, key, n, first_seen FROM doppel_counters
+			WHERE config = $1 AND proxy = $2 AND revision = $3 AND session = $4
+			ORDER BY first_seen DESC LIMIT $5) newest
+		ORDER BY first_seen, mock, fault, key`, c.s.name, c.proxy, c.revision, c.session, min(max, c.max))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (fault.Count, error) {
+		var k fault.Count
+		var n int64
+		err := row.Scan(&k.Mock, &k.Fault, &k.Key, &n, &k.FirstSeen)
+		k.N = uint64(n)
+		return k, err
+	})
+}
+
+// Reset implements fault.Shared.
+func (c *Counters) Reset(ctx context.Context) error {
+	_, err := c.s.pool.Exec(ctx, `DELETE FROM doppel_counters WHERE config = $1 AND proxy = $2 AND revision = $3 AND session = $4`,
+		c.s.name, c.proxy, c.revision, c.session)
+	return err
+}
+
+// KeepCounters deletes the counters of the proxies this configuration no
+// longer serves at those revisions (serving: proxy -> revision), and those
+// of sessions no longer live: the replica that loads a new configuration
+// calls it.
+func (s *Store) KeepCounters(ctx context.Context, serving map[string]string) error {
+	proxies, revisions := make([]string, 0, len(serving)), make([]string, 0, len(serving))
+	for p, r := range serving {
+		proxies, revisions = append(proxies, p), append(revisions, r)
+	}
+	_, err := s.pool.Exec(ctx, `DELETE FROM doppel_counters c WHERE c.config = $1 AND (
+		c.session = '' AND (c.proxy, c.revision) NOT IN (SELECT * FROM unnest($2::text[], $3::text[]))
+		OR c.session <> '' AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.config = c.config AND s.id = c.session AND s.expires_at > now()))`,
+		s.name, proxies, revisions)
+	return err
+}
