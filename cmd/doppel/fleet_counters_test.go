@@ -282,3 +282,65 @@ func grepLines(s, what string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// seededDoc's mock fails half its requests, by the seed's rolls.
+const seededDoc = `proxies:
+  - name: shop
+    type: http
+    url: http://127.0.0.1:9/
+    mocks:
+      - name: item
+        request: {method: GET, url: "^/item$"}
+        response: {status: 200, body: item}
+        proxy:
+          loss: {percentage: 0.5, status: 503}
+`
+
+// TestASeededFleetRollsLikeOneInstance: with --seed, the attempts of a
+// request id are counted by the fleet, so retries of one id through three
+// replicas meet the same rolls as through one Doppel (SPEC §15.1, §18.1).
+func TestASeededFleetRollsLikeOneInstance(t *testing.T) {
+	t.Parallel()
+	const seed = "fleet-7"
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, seededDoc)
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	attempts := func(base string) string {
+		t.Helper()
+		var got []string
+		for range 10 {
+			r := call(t, "GET", base+"/item", "", "X-Request-ID", "checkout-42")
+			got = append(got, fmt.Sprint(r.status))
+		}
+		return strings.Join(got, " ")
+	}
+	alone, addr := serveUp(t, cfg, nil, "--seed", seed)
+	want := attempts("http://" + addr)
+	alone.signal(syscall.SIGTERM)
+	alone.waitExit(exitTimeout)
+	if !strings.Contains(want, "200") || !strings.Contains(want, "503") {
+		t.Fatalf("the seed's rolls do not tell a fleet from replicas on their own: %s", want)
+	}
+
+	url := pgtest.URL(t)
+	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	var targets []*neturl.URL
+	for range 3 {
+		p, _, _, _ := fleetReplica(t, url, nil, "--seed", seed)
+		target, _ := neturl.Parse("http://" + lineField(p.waitLine("the startup line", startTimeout, func(l string) bool { return lineMsg(l) == msgServing }), "proxy_addr"))
+		targets = append(targets, target)
+	}
+	var next atomic.Uint64
+	balancer := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(targets[next.Add(1)%uint64(len(targets))])
+	}})
+	defer balancer.Close()
+	if got := attempts(balancer.URL); got != want {
+		t.Fatalf("ten attempts of one id through three replicas: %s\nthrough one Doppel: %s", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"context"
 	"hash/fnv"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,38 @@ const attemptShards = 64
 type Attempts struct {
 	seq    atomic.Uint64 // numbers handed to new ids so far
 	shards [attemptShards]attemptShard
+	// shared, when set, are the fleet's counts (SPEC §18.1), asked first
+	// as Counters asks theirs; report hears of each answer or failure.
+	shared Shared
+	report func(error)
+}
+
+// attemptScope is what the fleet's counters count attempts under: no
+// mock, no fault, the request id as the key.
+var attemptScope = Scope{}
+
+// Shared reports whether a has been given the fleet's counts.
+func (a *Attempts) Shared() bool { return a.shared != nil }
+
+// Share makes a count in s first, the fleet's; called once, before a is
+// in force.
+func (a *Attempts) Share(s Shared, report func(error)) { a.shared, a.report = s, report }
+
+// NextIn is Next in the fleet's counts when a is shared and they answer
+// within SharedTimeout (ctx, the request's, ends it sooner), else in a's
+// own; it says which.
+func (a *Attempts) NextIn(ctx context.Context, id string) (uint32, Where) {
+	if a.shared == nil {
+		return a.Next(id), Here
+	}
+	ctx, cancel := context.WithTimeout(ctx, SharedTimeout)
+	n, _, err := a.shared.Count(ctx, attemptScope, id)
+	cancel()
+	a.report(err)
+	if err == nil {
+		return uint32(min(n-1, 1<<32-1)), Fleet
+	}
+	return a.Next(id), Local
 }
 
 type attemptShard struct {

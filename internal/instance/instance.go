@@ -220,8 +220,9 @@ func (i *Instance) join(o Options, rt *runtime.Runtime) error {
 	return nil
 }
 
-// shareCounters makes the counters of every proxy and session overlay the
-// fleet's (SPEC §18.1): kept in the database, each count one statement,
+// shareCounters makes the counters of every proxy and session overlay, and
+// the attempts --seed counts, the fleet's (SPEC §18.1): kept in the
+// database, each count one statement,
 // falling back to the replica's own when the database does not answer in
 // time, which the metric counts and the log says once an outage. A new
 // configuration deletes the counters of the revisions it no longer serves.
@@ -240,9 +241,18 @@ func shareCounters(ctl *change.Controller, first *runtime.Runtime, pg *postgres.
 			}
 		}
 	}
+	shareProxy := func(p *runtime.Proxy, session string) {
+		fleet := pg.Counters(p.Name, string(p.Revision), session, p.Counters.Max())
+		p.Counters.Share(fleet, report(p.Name))
+		// The attempts --seed counts; those of an unchanged proxy are
+		// carried over, shared already.
+		if !p.Attempts.Shared() {
+			p.Attempts.Share(fleet, report(p.Name))
+		}
+	}
 	share := func(rt *runtime.Runtime) {
 		for _, p := range rt.Proxies {
-			p.Counters.Share(pg.Counters(p.Name, string(p.Revision), "", p.Counters.Max()), report(p.Name))
+			shareProxy(p, "")
 		}
 	}
 	share(first)
@@ -260,9 +270,7 @@ func shareCounters(ctl *change.Controller, first *runtime.Runtime, pg *postgres.
 			}
 		}()
 	})
-	return func(p *runtime.Proxy, id string) {
-		p.Counters.Share(pg.Counters(p.Name, string(p.Revision), id, p.Counters.Max()), report(p.Name))
-	}
+	return shareProxy
 }
 
 // joinTimeout bounds the registry's first write; leaveTimeout its last

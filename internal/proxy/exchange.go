@@ -33,6 +33,8 @@ type exchange struct {
 
 	// rec is what the log line and the metrics say of this request.
 	rec telemetry.Exchange
+	// counted is where its counts were kept, as rec.Counter says.
+	counted fault.Where
 	// faultsBuf backs rec.Faults, so that recording a fault allocates
 	// nothing; the captures back the record's bodies while the journal
 	// is on.
@@ -250,8 +252,13 @@ func (ex *exchange) Fired(name, detail string) {
 	ex.rec.Fire(name, detail)
 }
 
-// Counted records where the request's conditions were counted.
-func (ex *exchange) Counted(where fault.Where) { ex.rec.Counter = where.String() }
+// Counted records where the request's counts were kept: locally when
+// any was.
+func (ex *exchange) Counted(where fault.Where) {
+	if where > ex.counted {
+		ex.counted, ex.rec.Counter = where, where.String()
+	}
+}
 
 // statusClientLeft is logged for a request whose client disconnected
 // before its answer began.

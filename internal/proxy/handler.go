@@ -163,7 +163,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := fault.Key{Proxy: p.Name, RequestID: ex.rec.RequestID}
 	if h.attempts && !minted {
 		// An id Doppel minted never comes back: only the client's count.
-		key.Attempt = p.Attempts.Next(ex.rec.RequestID)
+		var where fault.Where
+		key.Attempt, where = p.Attempts.NextIn(ex.req.Context(), ex.rec.RequestID)
+		ex.Counted(where)
 	}
 	m, sub := h.choose(ex, p, key)
 	// 4. The faults of what answers: a mock's (its own, and the proxy's

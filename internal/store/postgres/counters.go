@@ -78,11 +78,12 @@ func (c *Counters) prune() {
 		ORDER BY first_seen DESC OFFSET $5)`, c.s.name, c.proxy, c.revision, c.session, c.max)
 }
 
-// List implements fault.Shared.
+// List implements fault.Shared: the faults' counters, not the attempts a
+// seed counts (kept under no fault).
 func (c *Counters) List(ctx context.Context, max uint64) ([]fault.Count, error) {
 	rows, err := c.s.pool.Query(ctx, `SELECT mock, fault, key, n, first_seen FROM (
 			SELECT mock, fault, key, n, first_seen FROM doppel_counters
-			WHERE config = $1 AND proxy = $2 AND revision = $3 AND session = $4
+			WHERE config = $1 AND proxy = $2 AND revision = $3 AND session = $4 AND fault <> ''
 			ORDER BY first_seen DESC LIMIT $5) newest
 		ORDER BY first_seen, mock, fault, key`, c.s.name, c.proxy, c.revision, c.session, min(max, c.max))
 	if err != nil {
