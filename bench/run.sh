@@ -17,6 +17,11 @@
 # (docs/security.md's bounds): huge headers, full-journal reads, stream
 # subscribers, a render over 3 M characters, live sessions; it installs
 # nothing. The full run ends with them too.
+#
+# BENCH_ONLY=fleet runs only what a fleet's counted request costs (docs/
+# fleet.md): three replicas' counts in one PostgreSQL, their p50, p99 and
+# counts a second, on a server of scripts/with-postgres.sh. The full run
+# ends with it too.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -27,7 +32,7 @@ TOXIPROXY_VERSION=${TOXIPROXY_VERSION:-latest}
 MOUNTEBANK_VERSION=${MOUNTEBANK_VERSION:-2.9.1}
 BUDGET=${BENCH_BUDGET:-570}
 ONLY=${BENCH_ONLY:-}
-case "$ONLY" in "" | doppel | bounds) ;; *) echo "bench: FAILED: BENCH_ONLY=$ONLY: the selections are doppel and bounds" >&2; exit 1 ;; esac
+case "$ONLY" in "" | doppel | bounds | fleet) ;; *) echo "bench: FAILED: BENCH_ONLY=$ONLY: the selections are doppel, bounds and fleet" >&2; exit 1 ;; esac
 
 die() { echo "bench: FAILED: $*" >&2; exit 1; }
 note() { echo "bench: $*" >&2; }
@@ -41,8 +46,18 @@ bounds() {
 		"$GO" test -run '^$' -bench 'LiveSessionBytes' -benchtime 1x ./internal/session ||
 		die "a bound's benchmark failed"
 }
+# fleet measures a counted request's statement, three replicas at once.
+fleet() {
+	note "a fleet's counted request (docs/fleet.md): three replicas counting in one PostgreSQL"
+	scripts/with-postgres.sh "$GO" test -run '^$' -bench 'FleetCount' -benchtime 3s ./internal/store/postgres ||
+		die "the fleet's benchmark failed"
+}
 if [ "$ONLY" = bounds ]; then
 	bounds
+	exit 0
+fi
+if [ "$ONLY" = fleet ]; then
+	fleet
 	exit 0
 fi
 
@@ -91,4 +106,4 @@ left=$((BUDGET - SECONDS))
 extra=()
 [ -n "$ONLY" ] && extra=(-only "$ONLY")
 "$BIN/bench" -bin "$BIN" -mb "$MB" -nginx "$NGINX" -budget "${left}s" "${extra[@]}" "$@"
-[ -n "$ONLY" ] || bounds
+[ -n "$ONLY" ] || { bounds && fleet; }
