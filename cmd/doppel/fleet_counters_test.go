@@ -221,6 +221,18 @@ func TestAFleetCountsAsOne(t *testing.T) {
 	if len(listed.Counters) != 4 || listed.Counters[0].Count != 3 {
 		t.Fatalf("the fleet's counters, from another replica: %+v", listed)
 	}
+	// A reset through one replica is the fleet's: the next key's attempts
+	// fail again, whichever replica they reach.
+	if r := call(t, "DELETE", replicas[2].admin+"/api/v1/proxies/shop/counters", ""); r.status != 204 {
+		t.Fatalf("reset: %d %s", r.status, r.body)
+	}
+	_ = json.Unmarshal(call(t, "GET", replicas[0].admin+"/api/v1/proxies/shop/counters", "").body, &listed)
+	if len(listed.Counters) != 0 {
+		t.Fatalf("the fleet's counters after a reset through another replica: %+v", listed)
+	}
+	if a, _ := order("order-0"); a != 503 {
+		t.Fatalf("order-0 after the reset: %d", a)
+	}
 
 	// The database stalls: nobody waits for it more than 250 ms.
 	db.freeze(true)

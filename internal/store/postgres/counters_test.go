@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/doppelproxy/doppel/internal/fault"
 	"github.com/doppelproxy/doppel/internal/store/pgtest"
@@ -78,5 +80,42 @@ func TestTheFleetCountsInOneRow(t *testing.T) {
 	r.Close()
 	if len(rows) != 1 || rows[0] != "shop r2 " {
 		t.Fatalf("rows kept: %q", rows)
+	}
+}
+
+// TestTheFleetKeepsItsBound: past a proxy's bound of keys, the fleet's
+// oldest are deleted, a thousand new keys at a time.
+func TestTheFleetKeepsItsBound(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	p := pool(t, url)
+	if _, err := Migrate(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, url, "default", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := s.Counters("shop", "r1", "", 10)
+	for i := range pruneEvery {
+		if _, _, err := c.Count(ctx, fault.Scope{Fault: "loss"}, fmt.Sprint("key-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		var newest bool
+		if err := p.QueryRow(ctx, `SELECT count(*), bool_or(key = 'key-999') FROM doppel_counters`).Scan(&n, &newest); err != nil {
+			t.Fatal(err)
+		}
+		if n == 10 && newest {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d keys kept (the newest among them: %v), want the 10 newest", n, newest)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
