@@ -52,6 +52,8 @@ type Request struct {
 	// PostgreSQL store: "fleet", or "local" when the database did not
 	// answer in time; "" when nothing counted.
 	Counter string `json:"counter,omitempty"`
+	// Replica is the id of the replica that served it.
+	Replica string `json:"replica,omitempty"`
 	// Tunnel is what an upgraded connection (a WebSocket) or a tcp
 	// proxy's connection relayed; nil for any other request.
 	Tunnel *Tunnel `json:"tunnel"`
@@ -150,6 +152,26 @@ type RequestList struct {
 	// More counts the older entries that matched beyond the limit (1,000
 	// unless Filter.Limit says): they are not in Requests.
 	More int `json:"more"`
+	// Replicas says whose journals the page holds: with the PostgreSQL
+	// store every live replica's, merged by time.
+	Replicas ReplicasAnswered `json:"replicas"`
+}
+
+// ReplicasAnswered is which replicas' journals an answer holds.
+type ReplicasAnswered struct {
+	// Answered are the ids of those it holds, the one asked first.
+	Answered []string `json:"answered"`
+	// Missing are those it lacks, and why.
+	Missing []MissingReplica `json:"missing"`
+}
+
+// MissingReplica is a replica whose journal an answer lacks: lost, not
+// answering within 2 s, or without the fleet key.
+type MissingReplica struct {
+	ID    string `json:"id"`
+	URL   string `json:"url"`
+	State string `json:"state"`
+	Error string `json:"error"`
 }
 
 // Requests lists the journal's entries the filter selects, of the proxies

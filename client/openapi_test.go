@@ -41,6 +41,7 @@ var types = []struct {
 	{client.Replica{}, "ReplicaList.replicas[]"},
 	{client.Access{}, "AccessReport"},
 	{client.RequestList{}, "RequestList"},
+	{client.MissingReplica{}, "ReplicasAnswered.missing[]"},
 	{client.Request{}, "RequestEntry"},
 	{client.Verification{}, "Verification"},
 	{client.VerifyResult{}, "VerifyResult"},

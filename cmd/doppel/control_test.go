@@ -130,8 +130,8 @@ func TestTokenAdd(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--name", "deploy"}, 1, "token not issued: CONFLICT\na token named `deploy` already exists"},
-		{[]string{"--name", "ci"}, 1, "`ci` is supplied by the environment (DOPPEL_ADMIN_TOKENS): a stored token of that name would never authenticate"},
+		{[]string{"--name", "deploy"}, 1, "token not issued: CONFIG_INVALID\nname: a token named `deploy` already exists"},
+		{[]string{"--name", "ci"}, 1, "token not issued: CONFIG_INVALID\nname: `ci` is supplied by the environment (DOPPEL_ADMIN_TOKENS), so a token issued here under that name would never authenticate"},
 		{[]string{"--name", "bad.name"}, 2, "--name"},
 		{[]string{}, 2, "--name"},
 		{[]string{"--name", "ok", "--group", "x y"}, 2, "--group"},

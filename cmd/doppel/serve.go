@@ -33,6 +33,7 @@ const (
 	envProxyAddr   = "DOPPEL_PROXY_ADDR"
 	envAdminAddr   = "DOPPEL_ADMIN_ADDR"
 	envAdvertise   = "DOPPEL_ADVERTISE_URL"
+	envFleetKey    = "DOPPEL_FLEET_KEY"
 	envExternalURL = "DOPPEL_EXTERNAL_URL"
 	envSeed        = "DOPPEL_SEED"
 )
@@ -47,6 +48,8 @@ type serveFlags struct {
 	proxyAddr string
 	adminAddr string
 	advertise string
+	keyFile   string
+	fleetKey  fleet.Key
 	socket    string
 	seed      string
 	watch     bool
@@ -77,6 +80,7 @@ once. A configuration with violations is refused with every one listed.`,
 	fs.StringVar(&f.proxyAddr, "proxy-addr", "", "HOST:PORT for the proxy listener instead of server.host:server.port (env "+envProxyAddr+")")
 	fs.StringVar(&f.adminAddr, "admin-addr", "", "HOST:PORT for the admin listener instead of admin.host:admin.port (env "+envAdminAddr+")")
 	fs.StringVar(&f.advertise, "advertise", "", "with --store postgres, the admin URL the other replicas reach this one at (env "+envAdvertise+"; default: http:// and the admin listener's address, a wildcard host replaced by this host's first address)")
+	fs.StringVar(&f.keyFile, "fleet-key-file", "", "with --store postgres, the file holding the fleet key every replica shares, which signs the calls that read their journals (env "+envFleetKey+" holds the key itself); never stored in the database")
 	fs.StringVar(&f.socket, "socket", "", "the control socket instead of control.socket")
 	fs.StringVar(&f.seed, "seed", "", "make every fault roll a function of this seed, the request's X-Request-ID and the attempt: a retry with the same id is rolled anew (env "+envSeed+")")
 	fs.BoolVar(&f.watch, "watch", false, "with the file store, reload by itself when the document changes")
@@ -138,6 +142,21 @@ func (f *serveFlags) resolve(cmd *cobra.Command, kind store.Kind) error {
 			return usage("--advertise (or %s): %v", envAdvertise, err)
 		}
 	}
+	raw, from := os.Getenv(envFleetKey), envFleetKey
+	if f.keyFile != "" {
+		b, err := os.ReadFile(f.keyFile)
+		if err != nil {
+			return usage("--fleet-key-file: %v", err)
+		}
+		raw, from = string(b), "--fleet-key-file"
+	}
+	if strings.TrimSpace(raw) != "" {
+		key, err := fleet.ParseKey(raw)
+		if err != nil {
+			return usage("%s: %v", from, err)
+		}
+		f.fleetKey = key
+	}
 	return nil
 }
 
@@ -185,6 +204,7 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 		ProxyAddr:     f.proxyAddr,
 		AdminAddr:     f.adminAddr,
 		Advertise:     f.advertise,
+		FleetKey:      f.fleetKey,
 		ControlSocket: cmp.Or(f.socket, string(doc.Control.Socket)),
 		Serves:        servedName(opts),
 		Seed:          f.seed,
@@ -207,6 +227,9 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 			_ = inst.Shutdown(context.Background())
 			return failed("cannot write the template files into %s: %v", doc.Templates.Dir, err)
 		}
+	}
+	if pg != nil && f.fleetKey == nil {
+		logger.Warn("no fleet key: the journal is read on this replica alone, and a read of the fleet's names the others missing; give every replica the same "+envFleetKey+" or --fleet-key-file", "replica", inst.Fleet.Self().ID)
 	}
 	rt := inst.Runtime.Load()
 	proxies, tcpProxies := rt.ProxyCount()

@@ -113,6 +113,7 @@ var queryParams = map[string]map[string]any{
 	"session": {"description": "Only this session's: its entries, or its overlay's counters.", "schema": map[string]any{"type": "string"}},
 	"since":   {"description": "Only entries after this one: an entry's `id`, or an RFC 3339 time (exclusive).", "schema": map[string]any{"type": "string"}},
 	"limit":   {"description": "Only the newest this many (still oldest first), 1 to 10000; a list holds 1000 unless given, and counts the older ones that matched in `more`.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 10000}},
+	"local":   {"description": "With the PostgreSQL store, `true` reads the replica asked alone; by default every live replica's journal is read and merged by time, `since` and `limit` applying after the merge.", "schema": map[string]any{"type": "boolean"}},
 }
 
 // pathParams describes each {name} a pattern may hold.
@@ -596,10 +597,18 @@ func answerSchemas() map[string]any {
 				"additionalProperties": object(perProxyNames, perProxy),
 			},
 		}),
-		"RequestList": object([]string{"requests", "dropped", "more"}, map[string]any{
-			"requests": map[string]any{"type": "array", "items": ref("RequestEntry"), "maxItems": 10000, "description": "Oldest first: the newest `limit` (1000 unless given) of those that matched."},
-			"dropped":  withDescription(count, "Entries the ring forgot since start to make room for newer ones (by `journal.size` or `journal.bytes`)."),
+		"RequestList": object([]string{"requests", "dropped", "more", "replicas"}, map[string]any{
+			"requests": map[string]any{"type": "array", "items": ref("RequestEntry"), "maxItems": 10000, "description": "Oldest first: the newest `limit` (1000 unless given) of those that matched, of every replica that answered."},
+			"dropped":  withDescription(count, "Entries the rings forgot since start to make room for newer ones (by `journal.size` or `journal.bytes`), summed over the replicas that answered."),
 			"more":     withDescription(count, "Older entries that matched beyond `limit`, not in `requests`."),
+			"replicas": ref("ReplicasAnswered"),
+		}),
+		"ReplicasAnswered": object([]string{"answered", "missing"}, map[string]any{
+			"answered": map[string]any{"type": "array", "items": str, "description": "The ids of the replicas whose journals the answer holds, the one asked first."},
+			"missing": map[string]any{"type": "array", "description": "The replicas whose journals it lacks: lost, without an answer within 2 s, or without the fleet key.",
+				"items": object([]string{"id", "url", "state", "error"}, map[string]any{
+					"id": str, "url": str, "state": map[string]any{"type": "string", "enum": []any{"live", "lost", "unknown"}}, "error": str,
+				})},
 		}),
 		"RequestEntry": requestEntrySchema(),
 		"Verification": verificationSchema(),
@@ -744,6 +753,7 @@ func requestEntrySchema() map[string]any {
 			"duration_ms": withDescription(ms, "To the response headers."),
 			"upstream_ms": map[string]any{"type": []any{"number", "null"}, "description": "The upstream's time, or null when none answered."},
 			"client":      withDescription(str, "The peer's IP."),
+			"replica":     withDescription(str, "The id of the replica that served it (GET /api/v1/replicas)."),
 			"counter": map[string]any{"type": "string", "enum": []any{"fleet", "local"},
 				"description": "With the PostgreSQL store, where its faults' `when` counts were kept: `fleet` (the database, every replica's), or `local` (this replica's, as the database did not answer within 250 ms). Absent when nothing counted, and with the file store."},
 			"tunnel": map[string]any{

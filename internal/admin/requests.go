@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/journal"
@@ -50,11 +51,16 @@ func filterFailed(w http.ResponseWriter, err error) {
 // readQuery is what a read of the journal may see and the filter its
 // query asks for; false when the answer was written (refused).
 func (s *Server) readQuery(w http.ResponseWriter, r *http.Request) (func(string) bool, *journal.Filter, bool) {
+	return s.readQueryOf(w, r, r.URL.Query())
+}
+
+// readQueryOf is readQuery of the parameters q.
+func (s *Server) readQueryOf(w http.ResponseWriter, r *http.Request, q url.Values) (func(string) bool, *journal.Filter, bool) {
 	visible, ok := s.readsOf(w, r, ActRead)
 	if !ok {
 		return nil, nil, false
 	}
-	f, err := journal.ParseFilter(r.URL.Query())
+	f, err := journal.ParseFilter(q)
 	if err != nil {
 		filterFailed(w, err)
 		return nil, nil, false
@@ -63,8 +69,18 @@ func (s *Server) readQuery(w http.ResponseWriter, r *http.Request) (func(string)
 }
 
 func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
-	visible, f, ok := s.readQuery(w, r)
+	q := r.URL.Query()
+	local, err := localParam(q)
+	if err != nil {
+		filterFailed(w, err)
+		return
+	}
+	visible, f, ok := s.readQueryOf(w, r, q)
 	if !ok {
+		return
+	}
+	if s.fleetWide(r, local) {
+		s.listFleet(w, r, q, f, visible)
 		return
 	}
 	page, err := s.journal.List(f, visible)
@@ -72,7 +88,9 @@ func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
 		filterFailed(w, err)
 		return
 	}
-	writeEntries(w, http.StatusOK, "", fmt.Sprintf(`,"dropped":%d,"more":%d`, s.journal.Dropped(), page.More), page.Each)
+	self := s.Fleet.Self().ID
+	fleetJSON, _ := json.Marshal(replicasAnswer{Answered: []string{self}, Missing: []missing{}})
+	writeEntriesOf(w, http.StatusOK, "", fmt.Sprintf(`,"dropped":%d,"more":%d,"replicas":%s`, s.journal.Dropped(), page.More, fleetJSON), page.Each, self)
 }
 
 // writeEntries answers a JSON object of the members before (each ending
@@ -81,6 +99,12 @@ func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
 // at a time as they are written: an answer of a full journal is never in
 // memory whole. A client that leaves ends it.
 func writeEntries(w http.ResponseWriter, status int, before, after string, each func(func(*journal.Entry) error) error) {
+	writeEntriesOf(w, status, before, after, each, "")
+}
+
+// writeEntriesOf is writeEntries, each entry saying replica served it
+// when replica is not "".
+func writeEntriesOf(w http.ResponseWriter, status int, before, after string, each func(func(*journal.Entry) error) error, replica string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	bw := bufio.NewWriterSize(w, 32<<10)
@@ -94,7 +118,14 @@ func writeEntries(w http.ResponseWriter, status int, before, after string, each 
 			}
 		}
 		first = false
-		return enc.Encode(e)
+		if replica == "" {
+			return enc.Encode(e)
+		}
+		raw, err := json.Marshal(e)
+		if err == nil {
+			_, err = bw.Write(withReplica(raw, replica))
+		}
+		return err
 	})
 	if err != nil {
 		return

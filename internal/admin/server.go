@@ -40,8 +40,12 @@ type Server struct {
 	// rather than stored and not in force.
 	TCPListen func(addr string) error
 	// Fleet is this replica and its peers (SPEC §18.1); an instance of its
-	// own when nil.
+	// own unless JoinFleet says otherwise.
 	Fleet *fleet.Member
+	// fleetKey signs the calls to peers, verifier checks theirs; nil
+	// without a fleet key.
+	fleetKey fleet.Key
+	verifier *fleet.Verifier
 
 	ctl     *change.Controller
 	journal *journal.Journal
@@ -76,7 +80,22 @@ func New(ctl *change.Controller, env []Token, log *telemetry.Logger, j *journal.
 	return s
 }
 
+// JoinFleet makes m the fleet the API answers for, key the fleet key its
+// peers sign with (nil: none).
+func (s *Server) JoinFleet(m *fleet.Member, key fleet.Key) {
+	s.Fleet, s.fleetKey = m, key
+	if key != nil {
+		s.verifier = fleet.NewVerifier(key, m.Self().ID)
+	}
+}
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if fleet.Signed(r) {
+		var ok bool
+		if r, ok = s.verifyPeer(w, r); !ok {
+			return
+		}
+	}
 	s.handler.ServeHTTP(w, withoutTrailingSlash(r))
 }
 
@@ -381,6 +400,9 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 // a reload puts it in force.
 func (s *Server) policy(r *http.Request) (*config.Document, Caller) {
 	doc := s.ctl.Runtime().Document
+	if c, ok := peerCaller(r, doc, s.env); ok {
+		return doc, c
+	}
 	return doc, identify(r, doc, s.env)
 }
 

@@ -257,14 +257,17 @@ func (s *Server) addToken(ctx context.Context, req Request) Response {
 			return Response{Code: "CONFIG_INVALID", Message: "group: " + err.Error()}
 		}
 	}
+	// A refused name is CONFIG_INVALID at `name`, the command's own
+	// argument, as Doppel 1.1 answers it.
 	if slices.Contains(s.envNames, name) {
-		return Response{Code: "CONFLICT", Message: "`" + string(name) + "` is supplied by the environment (DOPPEL_ADMIN_TOKENS): a stored token of that name would never authenticate, since the environment's is looked up first"}
+		return failure(&config.Invalid{Violations: []config.Violation{{Path: "name", Message: "`" + string(name) +
+			"` is supplied by the environment (DOPPEL_ADMIN_TOKENS), so a token issued here under that name would never authenticate, since the environment's is looked up first; pick another name"}}})
 	}
 	token := config.Token(uuid.NewString())
 	rt, err := s.ctl.Write(ctx, func(doc *config.Document) error {
 		for _, t := range doc.Admin.Tokens {
 			if t.Name == name {
-				return &change.Conflict{Reason: "a token named `" + string(name) + "` already exists"}
+				return &config.Invalid{Violations: []config.Violation{{Path: "name", Message: "a token named `" + string(name) + "` already exists"}}}
 			}
 		}
 		doc.Admin.Tokens = append(doc.Admin.Tokens, config.TokenEntry{Name: name, Group: group, Token: token})

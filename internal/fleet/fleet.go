@@ -171,6 +171,10 @@ func (m *Member) Self() Replica {
 	return m.self
 }
 
+// Shared reports whether m has a registry of peers (the database), not
+// an instance of its own.
+func (m *Member) Shared() bool { return m.reg != nil }
+
 // SetRevision is the revision of the configuration now in force, written
 // with the next heartbeat.
 func (m *Member) SetRevision(rev string) {

@@ -51,6 +51,9 @@ type Options struct {
 	// Follow keeps the configuration in force equal to the store's when
 	// the store can announce changes (a database, a watched file).
 	Follow bool
+	// FleetKey signs and checks the calls that read the journal of every
+	// replica (SPEC §18.1); nil: this replica reads its own only.
+	FleetKey fleet.Key
 	// Advertise is the admin URL the fleet's peers reach this replica at
 	// (serve --advertise); empty: the admin listener's (SPEC §18.1).
 	Advertise string
@@ -177,7 +180,7 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 	}
 
 	if api != nil {
-		api.Fleet = i.Fleet
+		api.JoinFleet(i.Fleet, o.FleetKey)
 	}
 	// Last, as it serves at once: an upstream its clients give is checked
 	// against every listener bound before it.

@@ -31,6 +31,25 @@ type Filter struct {
 	limit     int       // 0: not given
 }
 
+// Widened is f without its since and with the largest limit: what each
+// replica of a fleet lists, since and limit applying after the merge.
+func (f *Filter) Widened() *Filter {
+	g := *f
+	g.since, g.sinceTime, g.limit = "", time.Time{}, MaxLimit
+	return &g
+}
+
+// Since is what since says: a time, or an entry's id.
+func (f *Filter) Since() (time.Time, string) { return f.sinceTime, f.since }
+
+// Limit is how many entries an answer holds at most.
+func (f *Filter) Limit() int {
+	if f.limit == 0 {
+		return DefaultLimit
+	}
+	return f.limit
+}
+
 // One answer of the list holds at most limit entries: DefaultLimit
 // unless the query says, at most MaxLimit.
 const (

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/store/pgtest"
+)
+
+// journalDoc has two tokens, root (admin) and viewer (user, who may list
+// and read), and two proxies: shop, which only admin may read, and open.
+const journalDoc = `proxies:
+  - name: shop
+    type: http
+    url: http://127.0.0.1:9/
+    access: {read: [admin]}
+    mocks:
+      - {name: orders, request: {method: POST, url: "^/orders$"}, response: {status: 201, body: made}}
+  - name: open
+    type: http
+    url: http://127.0.0.1:9/
+    resolve: {type: header, header: X-Open}
+    mocks:
+      - {name: page, request: {method: GET, url: "^/open$"}, response: {status: 200, body: open}}
+`
+
+type fleetList struct {
+	Requests []struct {
+		ID, Replica, Proxy string
+		Time               time.Time
+	}
+	More     int
+	Replicas struct {
+		Answered []string
+		Missing  []struct{ ID, URL, State, Error string }
+	}
+}
+
+// TestTheJournalIsReadFleetWide: a list asked of any replica holds every
+// live replica's entries, merged by time, each saying which replica served
+// it, and says who answered and who is missing (SPEC §18.1). The peers are
+// asked in calls signed with the fleet key that carry the caller's token
+// name and never its token, and apply that token's rights themselves; a
+// row written into the registry by someone else collects no token and,
+// whatever it answers, is only missing; so is a replica without the key,
+// and one that is lost.
+func TestTheJournalIsReadFleetWide(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, journalDoc)
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", fmt.Sprintf(`admin:
+  tokens:
+    - {name: root, group: admin, token: %s}
+    - {name: viewer, group: user, token: %s}
+  access: {list: [admin, user], read: [admin, user]}
+`, dashboardToken, viewerToken), 1))
+	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	key := map[string]string{"DOPPEL_FLEET_KEY": strings.Repeat("0f1e2d3c", 5)}
+	type replica struct {
+		p                *proc
+		proxy, admin, id string
+	}
+	start := func(env map[string]string) replica {
+		p, admin, id, _ := fleetReplica(t, url, env)
+		proxy := "http://" + lineField(p.waitLine("the startup line", startTimeout, func(l string) bool { return lineMsg(l) == msgServing }), "proxy_addr")
+		return replica{p, proxy, admin, id}
+	}
+	replicas := []replica{start(key), start(key), start(key)}
+	var next atomic.Uint64
+	balancer := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		target, _ := neturl.Parse(replicas[next.Add(1)%3].proxy)
+		r.SetURL(target)
+	}})
+	defer balancer.Close()
+	for i := range 9 {
+		if i%3 == 2 {
+			call(t, "GET", balancer.URL+"/open", "", "X-Open", "open")
+		} else {
+			call(t, "POST", balancer.URL+"/orders", "{}")
+		}
+	}
+	list := func(admin, query, token string) fleetList {
+		t.Helper()
+		r := call(t, "GET", admin+"/api/v1/requests"+query, "", bearer(token)...)
+		var l fleetList
+		if err := json.Unmarshal(r.body, &l); err != nil || r.status != 200 {
+			t.Fatalf("GET %s: %d %s", query, r.status, r.body)
+		}
+		return l
+	}
+	ids := []string{replicas[0].id, replicas[1].id, replicas[2].id}
+	all := list(replicas[1].admin, "", dashboardToken)
+	served := map[string]int{}
+	for i, e := range all.Requests {
+		served[e.Replica]++
+		if i > 0 && e.Time.Before(all.Requests[i-1].Time) {
+			t.Fatalf("entry %d is older than the one before it", i)
+		}
+	}
+	if len(all.Requests) != 9 || served[ids[0]] != 3 || served[ids[1]] != 3 || served[ids[2]] != 3 ||
+		len(all.Replicas.Answered) != 3 || all.Replicas.Answered[0] != ids[1] || len(all.Replicas.Missing) != 0 {
+		t.Fatalf("the fleet's list: %d entries by replica %v, answered %v, missing %+v", len(all.Requests), served, all.Replicas.Answered, all.Replicas.Missing)
+	}
+	if l := list(replicas[1].admin, "?local=true", dashboardToken); len(l.Requests) != 3 || !slices.Equal(l.Replicas.Answered, ids[1:2]) {
+		t.Fatalf("local=true: %d entries, answered %v", len(l.Requests), l.Replicas.Answered)
+	}
+	if l := list(replicas[0].admin, "?limit=4", dashboardToken); len(l.Requests) != 4 || l.More != 5 || l.Requests[3].ID != all.Requests[8].ID {
+		t.Fatalf("limit=4 after the merge: %d entries, more %d", len(l.Requests), l.More)
+	}
+	if l := list(replicas[0].admin, "?since="+all.Requests[5].ID, dashboardToken); len(l.Requests) != 3 || l.Requests[0].ID != all.Requests[6].ID {
+		t.Fatalf("since an entry of another replica: %d entries", len(l.Requests))
+	}
+	// The viewer's rights on every replica: shop is hidden on the peers too.
+	viewed := list(replicas[2].admin, "", viewerToken)
+	if len(viewed.Requests) != 3 || slices.ContainsFunc(viewed.Requests, func(e struct {
+		ID, Replica, Proxy string
+		Time               time.Time
+	}) bool {
+		return e.Proxy != "open"
+	}) {
+		t.Fatalf("the viewer's list: %+v", viewed)
+	}
+
+	// A row someone else wrote into the registry: it gets a signed call
+	// without any token, and its answer is only a missing replica.
+	var mu sync.Mutex
+	var got []http.Header
+	answer := "not json"
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Clone())
+		a := answer
+		mu.Unlock()
+		if a == "hang" {
+			<-r.Context().Done()
+			return
+		}
+		_, _ = io.WriteString(w, a)
+	}))
+	defer evil.Close()
+	pgtest.Exec(t, url, `INSERT INTO doppel_replicas (id, config, url, host, pid, version, revision, started_at)
+		VALUES ('forgedforgedforgedfor0', 'default', $1, 'evil', 1, '0', '0', now())`, evil.URL)
+	l := list(replicas[0].admin, "", dashboardToken)
+	if len(l.Requests) != 9 || len(l.Replicas.Missing) != 1 || l.Replicas.Missing[0].ID != "forgedforgedforgedfor0" || !strings.Contains(l.Replicas.Missing[0].Error, "not a list of requests") {
+		t.Fatalf("with a forged row answering garbage: %d entries, missing %+v", len(l.Requests), l.Replicas.Missing)
+	}
+	mu.Lock()
+	for _, h := range got {
+		for name, vs := range h {
+			for _, v := range vs {
+				if strings.Contains(v, dashboardToken) || strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "X-Proxy-Authorization") {
+					t.Fatalf("the forged row collected %s: %s", name, v)
+				}
+			}
+		}
+		if h.Get("X-Doppel-Fleet-Caller") != "root" || h.Get("X-Doppel-Fleet-Signature") == "" {
+			t.Fatalf("the call the forged row got: %v", h)
+		}
+	}
+	answer = "hang"
+	mu.Unlock()
+	began := time.Now()
+	l = list(replicas[0].admin, "", dashboardToken)
+	if len(l.Requests) != 9 || len(l.Replicas.Missing) != 1 || !strings.Contains(l.Replicas.Missing[0].Error, "no answer") {
+		t.Fatalf("with a forged row that hangs: %d entries, missing %+v", len(l.Requests), l.Replicas.Missing)
+	}
+	t.Logf("a list with a peer that hangs answered in %v", time.Since(began))
+	pgtest.Exec(t, url, `DELETE FROM doppel_replicas WHERE id = 'forgedforgedforgedfor0'`)
+
+	// A replica without the fleet key reads its own and names the others
+	// missing; the others cannot read it either.
+	keyless := start(nil)
+	l = list(keyless.admin, "", dashboardToken)
+	if len(l.Replicas.Answered) != 1 || len(l.Replicas.Missing) != 3 || l.Replicas.Missing[0].Error != "no fleet key" {
+		t.Fatalf("from a replica without the key: answered %v, missing %+v", l.Replicas.Answered, l.Replicas.Missing)
+	}
+	l = list(replicas[0].admin, "", dashboardToken)
+	if len(l.Replicas.Missing) != 1 || l.Replicas.Missing[0].ID != keyless.id || !strings.Contains(l.Replicas.Missing[0].Error, "401 UNAUTHORIZED") {
+		t.Fatalf("asking a replica without the key: missing %+v", l.Replicas.Missing)
+	}
+	keyless.p.signal(syscall.SIGTERM)
+	keyless.p.waitExit(exitTimeout)
+
+	// A replica lost: missing, the list still answered.
+	killReplica(t, url, replicas[2].p, replicas[2].id)
+	l = list(replicas[0].admin, "", dashboardToken)
+	if len(l.Requests) != 6 || len(l.Replicas.Missing) != 1 || l.Replicas.Missing[0].ID != ids[2] || l.Replicas.Missing[0].State != "lost" {
+		t.Fatalf("with a replica lost: %d entries, missing %+v", len(l.Requests), l.Replicas.Missing)
+	}
+}

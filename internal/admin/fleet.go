@@ -1,0 +1,341 @@
+package admin
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/config"
+	"github.com/doppelproxy/doppel/internal/fleet"
+	"github.com/doppelproxy/doppel/internal/journal"
+)
+
+// The journal is read fleet-wide (SPEC §18.1): the replica asked
+// authorizes the caller, then asks every live peer for its part in a call
+// signed with the fleet key, carrying the caller's token name and never
+// the token, and merges the answers by time.
+
+// peerTimeout bounds each peer's answer; maxPeerAnswer its size, as a
+// journal read of MaxLimit entries of the largest kept is bounded.
+const (
+	peerTimeout   = 2 * time.Second
+	maxPeerAnswer = 64 << 20
+)
+
+// fleetCaller carries the identity a verified peer call names.
+type fleetCaller struct{}
+
+// fleetRoutes are the calls a peer may sign: the journal's reads and its
+// clearing, nothing that writes the configuration.
+var fleetRoutes = map[string]bool{"GET /api/v1/requests": true, "DELETE /api/v1/requests": true}
+
+// verifyPeer checks a call that claims to be a peer's: one the fleet key
+// signed for this replica, once, to a route peers call. It returns the
+// request with the identity it names, or answers 401 and false.
+func (s *Server) verifyPeer(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if !fleetRoutes[r.Method+" "+r.URL.Path] {
+		apierr.Write(w, apierr.Unauthorized, "a fleet call may only read or clear the journal")
+		return nil, false
+	}
+	var v *fleet.Verifier
+	if s.Fleet != nil {
+		v = s.verifier
+	}
+	caller, err := v.Verify(r, time.Now())
+	if err != nil {
+		apierr.Write(w, apierr.Unauthorized, err.Error())
+		return nil, false
+	}
+	return r.WithContext(context.WithValue(r.Context(), fleetCaller{}, caller)), true
+}
+
+// peerCaller is the caller a verified peer call names, as this replica
+// knows that token: its own group for the name, anonymous for a name it
+// has no token of, so that nothing widens.
+func peerCaller(r *http.Request, doc *config.Document, env []Token) (Caller, bool) {
+	name, ok := r.Context().Value(fleetCaller{}).(string)
+	if !ok {
+		return Caller{}, false
+	}
+	for _, t := range tokensInForce(doc, env) {
+		if name != "" && string(t.Name) == name {
+			return Caller{Name: t.Name, Group: t.Group}, true
+		}
+	}
+	return Caller{Anonymous: true, sent: sentNothing, header: string(doc.Admin.Auth.Header)}, true
+}
+
+// missing is a replica whose part is not in an answer.
+type missing struct {
+	ID    string `json:"id"`
+	URL   string `json:"url"`
+	State string `json:"state"`
+	Error string `json:"error"`
+}
+
+// replicasAnswer is what an answer says of the fleet: who answered, who
+// did not.
+type replicasAnswer struct {
+	Answered []string  `json:"answered"`
+	Missing  []missing `json:"missing"`
+}
+
+// peerAnswer is one peer's part.
+type peerAnswer struct {
+	replica fleet.Replica
+	body    []byte
+	err     error
+}
+
+// askPeers sends the call method path?query to every live peer, signed on
+// behalf of the caller, and returns what each answered (status want), and
+// the replicas that did not or could not be asked.
+func (s *Server) askPeers(ctx context.Context, method, path string, query url.Values, caller Caller, want int) ([]peerAnswer, []missing) {
+	self := s.Fleet.Self()
+	listing, cancel := context.WithTimeout(ctx, fleetTimeout)
+	rs, err := s.Fleet.List(listing)
+	cancel()
+	if err != nil {
+		return nil, []missing{{ID: "*", State: "unknown", Error: "cannot read the registry of replicas: " + err.Error()}}
+	}
+	var gone []missing
+	var live []fleet.Replica
+	for _, r := range rs {
+		switch {
+		case r.ID == self.ID:
+		case r.State != fleet.Live:
+			gone = append(gone, missing{ID: r.ID, URL: r.URL, State: r.State, Error: "no heartbeat for 10 s"})
+		case s.fleetKey == nil:
+			gone = append(gone, missing{ID: r.ID, URL: r.URL, State: r.State, Error: "no fleet key"})
+		case r.URL == "":
+			gone = append(gone, missing{ID: r.ID, URL: r.URL, State: r.State, Error: "it has no admin listener"})
+		default:
+			live = append(live, r)
+		}
+	}
+	name := ""
+	if !caller.Anonymous {
+		name = string(caller.Name)
+	}
+	answers := make([]peerAnswer, len(live))
+	var wg sync.WaitGroup
+	for i, r := range live {
+		wg.Go(func() {
+			body, err := s.askPeer(ctx, r, method, path, query, name, want)
+			answers[i] = peerAnswer{replica: r, body: body, err: err}
+		})
+	}
+	wg.Wait()
+	var out []peerAnswer
+	for _, a := range answers {
+		if a.err != nil {
+			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: a.err.Error()})
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, gone
+}
+
+// peerClient calls peers; never through an environment's proxy, which
+// would see the calls.
+var peerClient = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, ResponseHeaderTimeout: peerTimeout},
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// askPeer is one signed call, within peerTimeout, its answer within
+// maxPeerAnswer.
+func (s *Server) askPeer(ctx context.Context, r fleet.Replica, method, path string, query url.Values, caller string, want int) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
+	defer cancel()
+	u, err := url.Parse(strings.TrimRight(r.URL, "/") + path)
+	if err != nil {
+		return nil, fmt.Errorf("its advertised URL is not one: %v", err)
+	}
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	s.fleetKey.Sign(req, r.ID, caller, time.Now())
+	res, err := peerClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("no answer: %v", errors.Unwrap(err))
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxPeerAnswer+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("its answer broke off: %v", err)
+	case len(body) > maxPeerAnswer:
+		return nil, fmt.Errorf("its answer is over %d MiB", maxPeerAnswer>>20)
+	case res.StatusCode != want:
+		var env apierr.Envelope
+		if json.Unmarshal(body, &env) == nil && env.Code != "" {
+			return nil, fmt.Errorf("it answered %d %s: %s", res.StatusCode, env.Code, env.Message)
+		}
+		return nil, fmt.Errorf("it answered %s", res.Status)
+	}
+	return body, nil
+}
+
+// fleetWide reports whether a call reads the fleet: with a registry of
+// peers, unless it says local=true (or comes from a peer, which reads its
+// own).
+func (s *Server) fleetWide(r *http.Request, local bool) bool {
+	if local || s.Fleet == nil || !s.Fleet.Shared() {
+		return false
+	}
+	_, fromPeer := r.Context().Value(fleetCaller{}).(string)
+	return !fromPeer
+}
+
+// localParam reads and removes local from q: true or false.
+func localParam(q url.Values) (bool, error) {
+	v, ok := q["local"]
+	if !ok {
+		return false, nil
+	}
+	delete(q, "local")
+	if len(v) != 1 || (v[0] != "true" && v[0] != "false") {
+		return false, &journal.ParamError{Param: "local", Reason: "is true or false"}
+	}
+	return v[0] == "true", nil
+}
+
+// merged is one entry of a fleet-wide list, as JSON with its replica.
+type merged struct {
+	time time.Time
+	id   string
+	raw  []byte
+}
+
+// withReplica is an entry's JSON with "replica" first.
+func withReplica(raw []byte, replica string) []byte {
+	id, _ := json.Marshal(replica)
+	out := make([]byte, 0, len(raw)+len(id)+12)
+	out = append(out, `{"replica":`...)
+	out = append(out, id...)
+	if len(raw) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, raw[1:]...)
+}
+
+// listFleet is GET /api/v1/requests of every live replica, merged by time
+// (ties by id); since and limit apply after the merge.
+func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, q url.Values, f *journal.Filter, visible func(string) bool) {
+	self := s.Fleet.Self().ID
+	wide := f.Widened()
+	page, err := s.journal.List(wide, visible)
+	if err != nil {
+		filterFailed(w, err)
+		return
+	}
+	var all []merged
+	_ = page.Each(func(e *journal.Entry) error {
+		raw, err := json.Marshal(e)
+		if err == nil {
+			all = append(all, merged{e.Time, e.ID, withReplica(raw, self)})
+		}
+		return err
+	})
+	dropped, more := s.journal.Dropped(), page.More
+	// Each peer's newest MaxLimit of the same filters, since applying here.
+	peerQuery := url.Values{}
+	for k, v := range q {
+		if k != "since" && k != "limit" {
+			peerQuery[k] = v
+		}
+	}
+	peerQuery.Set("limit", strconv.Itoa(journal.MaxLimit))
+	peerQuery.Set("local", "true")
+	_, caller := s.policy(r)
+	answers, gone := s.askPeers(r.Context(), "GET", "/api/v1/requests", peerQuery, caller, http.StatusOK)
+	answered := []string{self}
+	for _, a := range answers {
+		var part struct {
+			Requests []json.RawMessage `json:"requests"`
+			Dropped  uint64            `json:"dropped"`
+			More     int               `json:"more"`
+		}
+		if err := json.Unmarshal(a.body, &part); err != nil || len(part.Requests) > journal.MaxLimit {
+			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer is not a list of requests"})
+			continue
+		}
+		entries := make([]merged, 0, len(part.Requests))
+		bad := false
+		for _, raw := range part.Requests {
+			var head struct {
+				Time time.Time `json:"time"`
+				ID   string    `json:"id"`
+			}
+			if json.Unmarshal(raw, &head) != nil || len(raw) < 2 || raw[0] != '{' {
+				bad = true
+				break
+			}
+			entries = append(entries, merged{head.Time, head.ID, withReplica(raw, a.replica.ID)})
+		}
+		if bad {
+			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer holds an entry that is not one"})
+			continue
+		}
+		all = append(all, entries...)
+		dropped += part.Dropped
+		more += part.More
+		answered = append(answered, a.replica.ID)
+	}
+	slices.SortStableFunc(all, func(a, b merged) int {
+		if c := a.time.Compare(b.time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	if at, id := f.Since(); id != "" {
+		// After the newest entry of that id: a retry reuses its id.
+		start := -1
+		for j := len(all) - 1; j >= 0 && start < 0; j-- {
+			if all[j].id == id {
+				start = j + 1
+			}
+		}
+		if start < 0 {
+			filterFailed(w, &journal.ParamError{Param: "since", Reason: fmt.Sprintf("%q is neither an RFC 3339 time nor the id of an entry any replica keeps", id)})
+			return
+		}
+		all = all[start:]
+	} else if !at.IsZero() {
+		all = slices.DeleteFunc(all, func(m merged) bool { return !m.time.After(at) })
+	}
+	if limit := f.Limit(); len(all) > limit {
+		more += len(all) - limit
+		all = all[len(all)-limit:]
+	}
+	if gone == nil {
+		gone = []missing{}
+	}
+	fleetJSON, _ := json.Marshal(replicasAnswer{Answered: answered, Missing: gone})
+	w.Header().Set("Content-Type", "application/json")
+	bw := bufio.NewWriterSize(w, 32<<10)
+	_, _ = bw.WriteString(`{"requests":[`)
+	for i, m := range all {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		_, _ = bw.Write(m.raw)
+	}
+	_, _ = bw.WriteString(`],"dropped":` + strconv.FormatUint(dropped, 10) + `,"more":` + strconv.Itoa(more) + `,"replicas":`)
+	_, _ = bw.Write(fleetJSON)
+	_, _ = bw.WriteString("}\n")
+	_ = bw.Flush()
+}
