@@ -66,6 +66,7 @@ var (
 	ErrVerificationFailed  error = codeError(apierr.VerificationFailed)  // 409: a verified condition did not hold
 	ErrDashboardNotBuilt   error = codeError(apierr.DashboardNotBuilt)   // 503
 	ErrTooManySubscribers  error = codeError(apierr.TooManySubscribers)  // 429: 16 streams of the journal per caller, 256 in all
+	ErrReplicaUnavailable  error = codeError(apierr.ReplicaUnavailable)  // 503: a fleet-wide verification could not read a live replica's journal
 
 	ErrInvalidRequestPath    error = codeError(apierr.InvalidRequestPath)    // 400
 	ErrInvalidRequestBody    error = codeError(apierr.InvalidRequestBody)    // 400

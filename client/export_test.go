@@ -18,5 +18,5 @@ var Sentinels = []error{
 	ErrVerificationFailed, ErrDashboardNotBuilt, ErrInvalidRequestPath, ErrInvalidRequestBody,
 	ErrProxyNotResolved, ErrRequestTimeout, ErrNoProxiesConfigured, ErrLossInjected, ErrTemplateRenderError,
 	ErrTemplateNotFound, ErrBodyExtractionError, ErrInternalError, ErrRenderBudgetExhausted,
-	ErrUpstreamError, ErrUpstreamTimeout, ErrTooManySubscribers,
+	ErrUpstreamError, ErrUpstreamTimeout, ErrTooManySubscribers, ErrReplicaUnavailable,
 }

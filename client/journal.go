@@ -207,6 +207,12 @@ type Verification struct {
 	// SameHeader is a header every matched entry carries with one value,
 	// such as Idempotency-Key.
 	SameHeader string `json:"same_header,omitempty"`
+	// Local verifies the journal of the replica asked alone.
+	Local bool `json:"local,omitempty"`
+	// Partial verifies what the replicas that answered hold when some did
+	// not; without it a missing replica fails the call (503
+	// REPLICA_UNAVAILABLE).
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Match selects the entries a verification looks at.
@@ -243,6 +249,12 @@ func Between(lo, hi float64) *Range { return &Range{Min: &lo, Max: &hi} }
 type VerifyResult struct {
 	Matched int       `json:"matched"`
 	GapsMS  []float64 `json:"gaps_ms"`
+	// Replicas says whose journals were verified: with the PostgreSQL
+	// store every live replica's.
+	Replicas ReplicasAnswered `json:"replicas"`
+	// Partial is true when some replica's journal was missing and
+	// Verification.Partial allowed it.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Verify checks the journal against v. A condition that does not hold is

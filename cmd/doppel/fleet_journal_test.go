@@ -128,6 +128,22 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 	if l := list(replicas[0].admin, "?since="+all.Requests[5].ID, dashboardToken); len(l.Requests) != 3 || l.Requests[0].ID != all.Requests[6].ID {
 		t.Fatalf("since an entry of another replica: %d entries", len(l.Requests))
 	}
+	// A verification over the fleet: the six orders whichever replica
+	// served them, their gaps merged by time.
+	verify := func(admin, body string) response {
+		t.Helper()
+		return call(t, "POST", admin+"/api/v1/requests/verify", body, bearer(dashboardToken)...)
+	}
+	if r := verify(replicas[2].admin, `{"match": {"proxy": "shop", "method": "POST"}, "count": {"min": 6, "max": 6}}`); r.status != 200 ||
+		!strings.Contains(string(r.body), `"matched":6`) || strings.Count(string(r.body), `"gaps_ms":[`) != 1 {
+		t.Fatalf("the fleet's verification: %d %s", r.status, r.body)
+	}
+	if r := verify(replicas[2].admin, `{"match": {"proxy": "shop"}, "count": {"max": 5}}`); r.status != 409 || strings.Count(string(r.body), `"replica":`) != 6 {
+		t.Fatalf("a refuted verification shows every replica's entries: %d %s", r.status, r.body)
+	}
+	if r := verify(replicas[2].admin, `{"match": {"proxy": "shop"}, "count": {"min": 3, "max": 3}, "local": true}`); r.status != 200 {
+		t.Fatalf("local: %d %s", r.status, r.body)
+	}
 	// The viewer's rights on every replica: shop is hidden on the peers too.
 	viewed := list(replicas[2].admin, "", viewerToken)
 	if len(viewed.Requests) != 3 || slices.ContainsFunc(viewed.Requests, func(e struct {
@@ -196,6 +212,12 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 	if len(l.Replicas.Missing) != 1 || l.Replicas.Missing[0].ID != keyless.id || !strings.Contains(l.Replicas.Missing[0].Error, "401 UNAUTHORIZED") {
 		t.Fatalf("asking a replica without the key: missing %+v", l.Replicas.Missing)
 	}
+	if r := verify(replicas[0].admin, `{"match": {"proxy": "shop"}}`); r.status != 503 || !strings.Contains(string(r.body), "REPLICA_UNAVAILABLE") || !strings.Contains(string(r.body), keyless.id) {
+		t.Fatalf("a verification with a replica missing: %d %s", r.status, r.body)
+	}
+	if r := verify(replicas[0].admin, `{"match": {"proxy": "shop"}, "count": {"min": 6, "max": 6}, "partial": true}`); r.status != 200 || !strings.Contains(string(r.body), `"partial":true`) {
+		t.Fatalf("a partial verification: %d %s", r.status, r.body)
+	}
 	keyless.p.signal(syscall.SIGTERM)
 	keyless.p.waitExit(exitTimeout)
 
@@ -204,5 +226,8 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 	l = list(replicas[0].admin, "", dashboardToken)
 	if len(l.Requests) != 6 || len(l.Replicas.Missing) != 1 || l.Replicas.Missing[0].ID != ids[2] || l.Replicas.Missing[0].State != "lost" {
 		t.Fatalf("with a replica lost: %d entries, missing %+v", len(l.Requests), l.Replicas.Missing)
+	}
+	if r := verify(replicas[1].admin, `{"match": {"proxy": "shop"}}`); r.status != 503 || !strings.Contains(string(r.body), ids[2]) || !strings.Contains(string(r.body), "no heartbeat") {
+		t.Fatalf("a verification with a replica lost: %d %s", r.status, r.body)
 	}
 }

@@ -2,6 +2,8 @@ package admin
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,23 +38,25 @@ const (
 // fleetCaller carries the identity a verified peer call names.
 type fleetCaller struct{}
 
-// fleetRoutes are the calls a peer may sign: the journal's reads and its
-// clearing, nothing that writes the configuration.
-var fleetRoutes = map[string]bool{"GET /api/v1/requests": true, "DELETE /api/v1/requests": true}
+// fleetRoutes are the calls a peer may sign: the journal's reads, nothing
+// that writes.
+var fleetRoutes = map[string]bool{"GET /api/v1/requests": true, "POST /api/v1/requests/verify": true}
 
 // verifyPeer checks a call that claims to be a peer's: one the fleet key
 // signed for this replica, once, to a route peers call. It returns the
 // request with the identity it names, or answers 401 and false.
 func (s *Server) verifyPeer(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if !fleetRoutes[r.Method+" "+r.URL.Path] {
-		apierr.Write(w, apierr.Unauthorized, "a fleet call may only read or clear the journal")
+		apierr.Write(w, apierr.Unauthorized, "a fleet call may only read the journal")
 		return nil, false
 	}
-	var v *fleet.Verifier
-	if s.Fleet != nil {
-		v = s.verifier
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxVerifyBody+1))
+	if err != nil || len(body) > maxVerifyBody {
+		apierr.Write(w, apierr.Unauthorized, "a fleet call's body could not be read, or is over its bound")
+		return nil, false
 	}
-	caller, err := v.Verify(r, time.Now())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	caller, err := s.verifier.Verify(r, body, time.Now())
 	if err != nil {
 		apierr.Write(w, apierr.Unauthorized, err.Error())
 		return nil, false
@@ -101,7 +105,7 @@ type peerAnswer struct {
 // askPeers sends the call method path?query to every live peer, signed on
 // behalf of the caller, and returns what each answered (status want), and
 // the replicas that did not or could not be asked.
-func (s *Server) askPeers(ctx context.Context, method, path string, query url.Values, caller Caller, want int) ([]peerAnswer, []missing) {
+func (s *Server) askPeers(ctx context.Context, method, path string, query url.Values, body []byte, caller Caller, want int) ([]peerAnswer, []missing) {
 	self := s.Fleet.Self()
 	listing, cancel := context.WithTimeout(ctx, fleetTimeout)
 	rs, err := s.Fleet.List(listing)
@@ -132,8 +136,8 @@ func (s *Server) askPeers(ctx context.Context, method, path string, query url.Va
 	var wg sync.WaitGroup
 	for i, r := range live {
 		wg.Go(func() {
-			body, err := s.askPeer(ctx, r, method, path, query, name, want)
-			answers[i] = peerAnswer{replica: r, body: body, err: err}
+			got, err := s.askPeer(ctx, r, method, path, query, body, name, want)
+			answers[i] = peerAnswer{replica: r, body: got, err: err}
 		})
 	}
 	wg.Wait()
@@ -155,7 +159,7 @@ var peerClient = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConn
 
 // askPeer is one signed call, within peerTimeout, its answer within
 // maxPeerAnswer.
-func (s *Server) askPeer(ctx context.Context, r fleet.Replica, method, path string, query url.Values, caller string, want int) ([]byte, error) {
+func (s *Server) askPeer(ctx context.Context, r fleet.Replica, method, path string, query url.Values, body []byte, caller string, want int) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
 	u, err := url.Parse(strings.TrimRight(r.URL, "/") + path)
@@ -163,30 +167,33 @@ func (s *Server) askPeer(ctx context.Context, r fleet.Replica, method, path stri
 		return nil, fmt.Errorf("its advertised URL is not one: %v", err)
 	}
 	u.RawQuery = query.Encode()
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	s.fleetKey.Sign(req, r.ID, caller, time.Now())
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	s.fleetKey.Sign(req, body, r.ID, caller, time.Now())
 	res, err := peerClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("no answer: %v", errors.Unwrap(err))
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, maxPeerAnswer+1))
+	got, err := io.ReadAll(io.LimitReader(res.Body, maxPeerAnswer+1))
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("its answer broke off: %v", err)
-	case len(body) > maxPeerAnswer:
+	case len(got) > maxPeerAnswer:
 		return nil, fmt.Errorf("its answer is over %d MiB", maxPeerAnswer>>20)
 	case res.StatusCode != want:
 		var env apierr.Envelope
-		if json.Unmarshal(body, &env) == nil && env.Code != "" {
+		if json.Unmarshal(got, &env) == nil && env.Code != "" {
 			return nil, fmt.Errorf("it answered %d %s: %s", res.StatusCode, env.Code, env.Message)
 		}
 		return nil, fmt.Errorf("it answered %s", res.Status)
 	}
-	return body, nil
+	return got, nil
 }
 
 // fleetWide reports whether a call reads the fleet: with a registry of
@@ -261,7 +268,7 @@ func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, q url.Values,
 	peerQuery.Set("limit", strconv.Itoa(journal.MaxLimit))
 	peerQuery.Set("local", "true")
 	_, caller := s.policy(r)
-	answers, gone := s.askPeers(r.Context(), "GET", "/api/v1/requests", peerQuery, caller, http.StatusOK)
+	answers, gone := s.askPeers(r.Context(), "GET", "/api/v1/requests", peerQuery, nil, caller, http.StatusOK)
 	answered := []string{self}
 	for _, a := range answers {
 		var part struct {
@@ -338,4 +345,115 @@ func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, q url.Values,
 	_, _ = bw.Write(fleetJSON)
 	_, _ = bw.WriteString("}\n")
 	_ = bw.Flush()
+}
+
+// maxFleetPoints bounds the entries a fleet-wide verification reads: past
+// it, the caller is asked to narrow match.
+const maxFleetPoints = 100_000
+
+// verifyPart is a peer's part of a fleet's verification: the points of
+// what it matched and its newest MaxRefuted entries.
+func (s *Server) verifyPart(w http.ResponseWriter, v *journal.Verification, visible func(string) bool) {
+	points, newest := s.journal.Matched(v, visible)
+	if len(points) > maxFleetPoints {
+		apierr.Write(w, apierr.ConfigInvalid, tooManyMatched)
+		return
+	}
+	writeJSON(w, http.StatusOK, verifyPartAnswer{Points: points, Shown: newest})
+}
+
+// tooManyMatched says a verification matched more than a fleet reads.
+var tooManyMatched = fmt.Sprintf("match: more than %d entries matched across the fleet; narrow match (a proxy, a path, a session)", maxFleetPoints)
+
+type verifyPartAnswer struct {
+	Points []journal.Point  `json:"points"`
+	Shown  []*journal.Entry `json:"shown"`
+}
+
+// verifyFleet is POST /api/v1/requests/verify over every live replica's
+// journal: their points merged by time and checked as one. A replica
+// missing refuses the verification with REPLICA_UNAVAILABLE, unless the
+// body says partial.
+func (s *Server) verifyFleet(w http.ResponseWriter, r *http.Request, body []byte, v *journal.Verification, visible func(string) bool) {
+	self := s.Fleet.Self().ID
+	points, newest := s.journal.Matched(v, visible)
+	var shown []merged
+	for _, e := range newest {
+		raw, _ := json.Marshal(e)
+		shown = append(shown, merged{e.Time, e.ID, withReplica(raw, self)})
+	}
+	_, caller := s.policy(r)
+	answers, gone := s.askPeers(r.Context(), "POST", "/api/v1/requests/verify", nil, body, caller, http.StatusOK)
+	answered := []string{self}
+	for _, a := range answers {
+		var part struct {
+			Points []journal.Point   `json:"points"`
+			Shown  []json.RawMessage `json:"shown"`
+		}
+		if err := json.Unmarshal(a.body, &part); err != nil || len(part.Points) > maxFleetPoints || len(part.Shown) > journal.MaxRefuted {
+			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer is not a part of a verification"})
+			continue
+		}
+		var entries []merged
+		for _, raw := range part.Shown {
+			var head struct {
+				Time time.Time `json:"time"`
+				ID   string    `json:"id"`
+			}
+			if json.Unmarshal(raw, &head) != nil || len(raw) < 2 || raw[0] != '{' {
+				entries = nil
+				break
+			}
+			entries = append(entries, merged{head.Time, head.ID, withReplica(raw, a.replica.ID)})
+		}
+		if len(entries) != len(part.Shown) {
+			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer holds an entry that is not one"})
+			continue
+		}
+		points = append(points, part.Points...)
+		if len(points) > maxFleetPoints {
+			apierr.Write(w, apierr.ConfigInvalid, tooManyMatched)
+			return
+		}
+		shown = append(shown, entries...)
+		answered = append(answered, a.replica.ID)
+	}
+	for _, m := range gone {
+		if strings.Contains(m.Error, string(apierr.ConfigInvalid)) && strings.Contains(m.Error, "narrow match") {
+			apierr.Write(w, apierr.ConfigInvalid, tooManyMatched)
+			return
+		}
+	}
+	if gone == nil {
+		gone = []missing{}
+	}
+	fleetAnswer := replicasAnswer{Answered: answered, Missing: gone}
+	if len(gone) > 0 && !v.Partial {
+		var names []string
+		for _, m := range gone {
+			names = append(names, m.ID+" ("+m.Error+")")
+		}
+		b, _ := json.Marshal(struct {
+			apierr.Envelope
+			Replicas replicasAnswer `json:"replicas"`
+		}{apierr.Envelope{Status: "error", Code: apierr.ReplicaUnavailable,
+			Message: fmt.Sprintf("the journals of %d replicas could not be read: %s; a verification of part of the fleet says `\"partial\": true`", len(gone), strings.Join(names, ", "))}, fleetAnswer})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(apierr.ReplicaUnavailable.Status())
+		_, _ = w.Write(append(b, '\n'))
+		return
+	}
+	slices.SortStableFunc(points, func(a, b journal.Point) int {
+		if a.Time != b.Time {
+			return cmp.Compare(a.Time, b.Time)
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	slices.SortStableFunc(shown, func(a, b merged) int {
+		if c := a.time.Compare(b.time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	writeVerdict(w, v, points, shown, fleetAnswer)
 }

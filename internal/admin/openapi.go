@@ -100,6 +100,7 @@ var codeMeaning = map[apierr.Code]string{
 	apierr.StoreError:          "the store failed, or a change was stored but could not be put in force (a reload retries it)",
 	apierr.VerificationFailed:  "a condition did not hold; the message says which, and the body adds `matched`, `gaps_ms`, the newest 100 matched `requests` and `requests_omitted`",
 	apierr.TooManySubscribers:  "the caller has 16 streams of the journal open (a token's name counts, or the client's address when reads are public), or Doppel 256 in all; the message says which",
+	apierr.ReplicaUnavailable:  "a live replica's journal could not be read (lost, no answer within 2 s, no fleet key); the message and `replicas.missing` name each, and `\"partial\": true` verifies what the others hold",
 }
 
 // filterQuery are the journal's filters.
@@ -620,15 +621,19 @@ func answerSchemas() map[string]any {
 			"gaps_ms":          map[string]any{"type": "array", "items": map[string]any{"type": "number"}},
 			"requests":         map[string]any{"type": "array", "items": ref("RequestEntry"), "maxItems": 100, "description": "The matched entries, oldest first: the newest 100 of them."},
 			"requests_omitted": withDescription(count, "Older matched entries not in `requests`."),
+			"replicas":         ref("ReplicasAnswered"),
+			"partial":          map[string]any{"type": "boolean", "description": "Present and true when a replica's journal was missing and the body said `partial`."},
 		}),
 		"SessionInfo": sessionSchema(map[string]any{"type": "array", "items": ref("ProxyName"), "description": "The proxies it lays over."}),
 		"SessionList": object([]string{"sessions"}, map[string]any{
 			"sessions": map[string]any{"type": "array", "items": ref("SessionInfo")},
 		}),
 		"SessionRead": sessionSchema(map[string]any{"type": "object", "additionalProperties": ref("SessionProxy"), "description": "What it lays over each proxy, as written."}),
-		"VerifyResult": object([]string{"matched", "gaps_ms"}, map[string]any{
-			"matched": withDescription(count, "How many entries match."),
-			"gaps_ms": map[string]any{"type": "array", "items": map[string]any{"type": "number"}, "description": "Milliseconds between consecutive matched entries."},
+		"VerifyResult": object([]string{"matched", "gaps_ms", "replicas"}, map[string]any{
+			"matched":  withDescription(count, "How many entries match, across the replicas that answered."),
+			"gaps_ms":  map[string]any{"type": "array", "items": map[string]any{"type": "number"}, "description": "Milliseconds between consecutive matched entries, merged by time."},
+			"replicas": ref("ReplicasAnswered"),
+			"partial":  map[string]any{"type": "boolean", "description": "Present and true when a replica's journal was missing and the body said `partial`."},
 		}),
 		"Replica": object([]string{"id", "url", "host", "pid", "version", "revision", "started_at", "seen_at", "state", "self"}, map[string]any{
 			"id":         map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{22}$", "description": "New on every start of the replica."},
@@ -779,5 +784,7 @@ func verificationSchema() map[string]any {
 		"count":       withDescription(rng, "How many entries may match."),
 		"gaps_ms":     withDescription(rng, "Milliseconds between consecutive matched entries."),
 		"same_header": withDescription(str, "A header every matched entry carries with one value, such as Idempotency-Key."),
+		"local":       map[string]any{"type": "boolean", "description": "With the PostgreSQL store, verify the journal of the replica asked alone; by default every live replica's is read and merged by time."},
+		"partial":     map[string]any{"type": "boolean", "description": "Verify what the replicas that answered hold when some did not; without it a missing replica is 503 REPLICA_UNAVAILABLE."},
 	})
 }

@@ -169,9 +169,11 @@ func (s *Server) clearRequests(w http.ResponseWriter, r *http.Request) {
 // what was found.
 type verifyFailure struct {
 	apierr.Envelope
-	Matched         int       `json:"matched"`
-	GapsMS          []float64 `json:"gaps_ms"`
-	RequestsOmitted int       `json:"requests_omitted"`
+	Matched         int            `json:"matched"`
+	GapsMS          []float64      `json:"gaps_ms"`
+	RequestsOmitted int            `json:"requests_omitted"`
+	Replicas        replicasAnswer `json:"replicas"`
+	Partial         bool           `json:"partial,omitempty"`
 }
 
 func (s *Server) verifyRequests(w http.ResponseWriter, r *http.Request) {
@@ -194,21 +196,55 @@ func (s *Server) verifyRequests(w http.ResponseWriter, r *http.Request) {
 		filterFailed(w, err)
 		return
 	}
-	res := s.journal.Verify(v, visible)
-	if res.Failed == "" {
-		writeJSON(w, http.StatusOK, res)
+	if _, fromPeer := r.Context().Value(fleetCaller{}).(string); fromPeer {
+		s.verifyPart(w, v, visible)
 		return
 	}
+	if s.fleetWide(r, v.Local) {
+		s.verifyFleet(w, r, body, v, visible)
+		return
+	}
+	points, newest := s.journal.Matched(v, visible)
+	self := s.Fleet.Self().ID
+	shown := make([]merged, len(newest))
+	for i, e := range newest {
+		raw, _ := json.Marshal(e)
+		shown[i] = merged{e.Time, e.ID, withReplica(raw, self)}
+	}
+	writeVerdict(w, v, points, shown, replicasAnswer{Answered: []string{self}, Missing: []missing{}})
+}
+
+// writeVerdict answers what the points say: 200 with what was found, or
+// VERIFICATION_FAILED with the newest MaxRefuted entries of shown; and
+// which replicas' journals it read.
+func writeVerdict(w http.ResponseWriter, v *journal.Verification, points []journal.Point, shown []merged, fleet replicasAnswer) {
+	res := v.Check(points)
+	partial := len(fleet.Missing) > 0
+	if res.Failed == "" {
+		out := map[string]any{"matched": res.Matched, "gaps_ms": res.GapsMS, "replicas": fleet}
+		if partial {
+			out["partial"] = true
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	shown = shown[len(shown)-min(len(shown), journal.MaxRefuted):]
 	b, _ := json.Marshal(verifyFailure{
 		Envelope: apierr.Envelope{Status: "error", Message: res.Failed, Code: apierr.VerificationFailed},
-		Matched:  res.Matched, GapsMS: res.GapsMS, RequestsOmitted: res.Omitted,
+		Matched:  res.Matched, GapsMS: res.GapsMS, RequestsOmitted: res.Matched - len(shown),
+		Replicas: fleet, Partial: partial,
 	})
-	writeEntries(w, apierr.VerificationFailed.Status(), string(b[1:len(b)-1])+",", "", func(yield func(*journal.Entry) error) error {
-		for _, e := range res.Entries {
-			if err := yield(e); err != nil {
-				return err
-			}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(apierr.VerificationFailed.Status())
+	bw := bufio.NewWriterSize(w, 32<<10)
+	_, _ = bw.Write(b[:len(b)-1])
+	_, _ = bw.WriteString(`,"requests":[`)
+	for i, m := range shown {
+		if i > 0 {
+			_ = bw.WriteByte(',')
 		}
-		return nil
-	})
+		_, _ = bw.Write(m.raw)
+	}
+	_, _ = bw.WriteString("]}\n")
+	_ = bw.Flush()
 }

@@ -298,7 +298,7 @@ func (s *Server) routeTable() []route {
 				// an answer a test reads, not only an error.
 				{status: 409, means: "`VERIFICATION_FAILED`: " + codeMeaning[apierr.VerificationFailed] + ".", schema: "VerifyFailure"},
 			},
-			codes: []apierr.Code{apierr.ConfigInvalid, apierr.UploadTooLarge},
+			codes: []apierr.Code{apierr.ConfigInvalid, apierr.UploadTooLarge, apierr.ReplicaUnavailable},
 		}},
 		{"GET", "/metrics", s.metrics, api{operationID: "metrics",
 			tag: tagDocs, summary: "Prometheus metrics",

@@ -49,6 +49,9 @@ const (
 	VerificationFailed Code = "VERIFICATION_FAILED"
 	// A stream of the journal over the bound per caller or in all (SPEC §18.4).
 	TooManySubscribers Code = "TOO_MANY_SUBSCRIBERS"
+	// ReplicaUnavailable: a fleet-wide verification could not read every
+	// live replica's journal (SPEC §18.1).
+	ReplicaUnavailable Code = "REPLICA_UNAVAILABLE"
 )
 
 var statuses = map[Code]int{
@@ -79,6 +82,7 @@ var statuses = map[Code]int{
 	RenderBudgetExhausted: http.StatusServiceUnavailable,
 	VerificationFailed:    http.StatusConflict,
 	TooManySubscribers:    http.StatusTooManyRequests,
+	ReplicaUnavailable:    http.StatusServiceUnavailable,
 }
 
 // Codes lists every code, for documentation and tests.

@@ -55,9 +55,9 @@ func ParseKey(s string) (Key, error) {
 	return Key(s), nil
 }
 
-// Sign signs req, a call to the replica target with no body, on behalf of
-// the caller named (empty: anonymous), at now.
-func (k Key) Sign(req *http.Request, target, caller string, now time.Time) {
+// Sign signs req, a call to the replica target whose body is body, on
+// behalf of the caller named (empty: anonymous), at now.
+func (k Key) Sign(req *http.Request, body []byte, target, caller string, now time.Time) {
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
 	h := req.Header
@@ -65,16 +65,16 @@ func (k Key) Sign(req *http.Request, target, caller string, now time.Time) {
 	h.Set(HeaderTime, strconv.FormatInt(now.Unix(), 10))
 	h.Set(HeaderNonce, hex.EncodeToString(nonce[:]))
 	h.Set(HeaderCaller, caller)
-	h.Set(HeaderSignature, k.mac(req.Method, req.URL.RequestURI(), h.Get(HeaderTarget), h.Get(HeaderTime), h.Get(HeaderNonce), caller))
+	h.Set(HeaderSignature, k.mac(req.Method, req.URL.RequestURI(), body, h.Get(HeaderTarget), h.Get(HeaderTime), h.Get(HeaderNonce), caller))
 }
 
-// mac is the signature of a call: its method, path and query, its target,
-// time, nonce and caller, each on a line of its own, and the digest of an
-// empty body (the calls signed have none).
-func (k Key) mac(method, uri, target, at, nonce, caller string) string {
+// mac is the signature of a call: its method, path and query, the digest
+// of its body, its target, time, nonce and caller, each on a line of its
+// own.
+func (k Key) mac(method, uri string, body []byte, target, at, nonce, caller string) string {
 	m := hmac.New(sha256.New, k)
-	empty := sha256.Sum256(nil)
-	for _, part := range []string{method, uri, hex.EncodeToString(empty[:]), target, at, nonce, caller} {
+	digest := sha256.Sum256(body)
+	for _, part := range []string{method, uri, hex.EncodeToString(digest[:]), target, at, nonce, caller} {
 		m.Write([]byte(part))
 		m.Write([]byte{'\n'})
 	}
@@ -104,10 +104,10 @@ func NewVerifier(key Key, self string) *Verifier {
 // ErrNotSigned is a call whose signature does not hold.
 var ErrNotSigned = errors.New("not a call of this fleet")
 
-// Verify checks r at now and returns the caller it names. It fails for a
-// call signed with another key, for another replica, with a body, outside
-// Skew of now, or seen before.
-func (v *Verifier) Verify(r *http.Request, now time.Time) (caller string, err error) {
+// Verify checks r, whose body is body, at now and returns the caller it
+// names. It fails for a call signed with another key, for another
+// replica, with another body, outside Skew of now, or seen before.
+func (v *Verifier) Verify(r *http.Request, body []byte, now time.Time) (caller string, err error) {
 	if v == nil || len(v.key) == 0 {
 		return "", fmt.Errorf("%w: this replica has no fleet key", ErrNotSigned)
 	}
@@ -117,10 +117,7 @@ func (v *Verifier) Verify(r *http.Request, now time.Time) (caller string, err er
 	if len(sig) != sha256.Size*2 || len(nonce) != 32 || len(caller) > 256 || len(target) > 64 || len(at) > 20 {
 		return "", fmt.Errorf("%w: malformed signature headers", ErrNotSigned)
 	}
-	if r.ContentLength > 0 || len(r.TransferEncoding) > 0 {
-		return "", fmt.Errorf("%w: a signed call has no body", ErrNotSigned)
-	}
-	want := v.key.mac(r.Method, r.URL.RequestURI(), target, at, nonce, caller)
+	want := v.key.mac(r.Method, r.URL.RequestURI(), body, target, at, nonce, caller)
 	if !hmac.Equal([]byte(sig), []byte(want)) {
 		return "", fmt.Errorf("%w: the signature does not match (another fleet key?)", ErrNotSigned)
 	}

@@ -14,7 +14,7 @@ func signed(t testing.TB, key Key, method, url, target, caller string, at time.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	key.Sign(req, target, caller, at)
+	key.Sign(req, nil, target, caller, at)
 	return req
 }
 
@@ -26,10 +26,10 @@ func TestASignedCallIsTakenOnce(t *testing.T) {
 	now := time.Now()
 	v := NewVerifier(key, "self")
 	req := signed(t, key, "GET", "http://10.0.0.1:8081/api/v1/requests?proxy=shop&local=true", "self", "ci", now)
-	if caller, err := v.Verify(req, now); err != nil || caller != "ci" {
+	if caller, err := v.Verify(req, nil, now); err != nil || caller != "ci" {
 		t.Fatalf("a good call: %q %v", caller, err)
 	}
-	if _, err := v.Verify(req, now); !errors.Is(err, ErrNotSigned) || !strings.Contains(err.Error(), "used already") {
+	if _, err := v.Verify(req, nil, now); !errors.Is(err, ErrNotSigned) || !strings.Contains(err.Error(), "used already") {
 		t.Fatalf("a replay: %v", err)
 	}
 	for name, c := range map[string]struct {
@@ -57,11 +57,20 @@ func TestASignedCallIsTakenOnce(t *testing.T) {
 			return r
 		}(), now},
 	} {
-		if _, err := v.Verify(c.req, c.at); !errors.Is(err, ErrNotSigned) {
+		if _, err := v.Verify(c.req, nil, c.at); !errors.Is(err, ErrNotSigned) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := (*Verifier)(nil).Verify(req, now); !errors.Is(err, ErrNotSigned) {
+	body := []byte(`{"match": {"proxy": "shop"}}`)
+	withBody := signed(t, key, "POST", "http://h/api/v1/requests/verify", "self", "ci", now)
+	key.Sign(withBody, body, "self", "ci", now)
+	if _, err := v.Verify(withBody, []byte(`{"match": {"proxy": "bank"}}`), now); !errors.Is(err, ErrNotSigned) {
+		t.Errorf("another body: %v", err)
+	}
+	if _, err := v.Verify(withBody, body, now); err != nil {
+		t.Errorf("the body signed: %v", err)
+	}
+	if _, err := (*Verifier)(nil).Verify(req, nil, now); !errors.Is(err, ErrNotSigned) {
 		t.Error("a replica without a key took a call")
 	}
 	if _, err := ParseKey("short"); err == nil {
@@ -82,7 +91,7 @@ func FuzzVerify(f *testing.F) {
 		r.Header.Set(HeaderNonce, nonce)
 		r.Header.Set(HeaderCaller, caller)
 		r.Header.Set(HeaderSignature, sig)
-		if _, err := NewVerifier(key, "self").Verify(r, time.Unix(1_700_000_000, 0)); err == nil {
+		if _, err := NewVerifier(key, "self").Verify(r, nil, time.Unix(1_700_000_000, 0)); err == nil {
 			t.Fatalf("a forged call was taken: %q %q %q %q %q", target, at, nonce, caller, sig)
 		}
 	})

@@ -17,12 +17,17 @@ import (
 // Verification is a POST /api/v1/requests/verify body: which requests,
 // and what must hold of them.
 type Verification struct {
-	Match      Match       `json:"match"`
-	Count      *Range      `json:"count"`
-	GapsMS     *Range      `json:"gaps_ms"`
-	SameHeader string      `json:"same_header"`
-	headers    []headerPat // Match.Headers, compiled
-	path       *regexp.Regexp
+	Match      Match  `json:"match"`
+	Count      *Range `json:"count"`
+	GapsMS     *Range `json:"gaps_ms"`
+	SameHeader string `json:"same_header"`
+	// Local verifies the journal of the replica asked alone; Partial
+	// verifies what the replicas that answered hold when some did not
+	// (SPEC §18.1).
+	Local   bool        `json:"local"`
+	Partial bool        `json:"partial"`
+	headers []headerPat // Match.Headers, compiled
+	path    *regexp.Regexp
 }
 
 // Match selects the requests verified.
@@ -53,7 +58,7 @@ func ParseVerification(body []byte) (*Verification, error) {
 	if err := jsonbody.DecodeKnown(body, v); err != nil {
 		var unknown *jsonbody.UnknownKeyError
 		if errors.As(err, &unknown) {
-			return nil, &ParamError{unknown.Key, "unknown key; a verification has match, count, gaps_ms and same_header"}
+			return nil, &ParamError{unknown.Key, "unknown key; a verification has match, count, gaps_ms, same_header, local and partial"}
 		}
 		var je *jsonbody.Error
 		if errors.As(err, &je) && je.Syntax {
@@ -138,28 +143,50 @@ type Result struct {
 
 // Verify checks the entries visible to the caller.
 func (j *Journal) Verify(v *Verification, visible func(proxy string) bool) *Result {
+	points, newest := j.Matched(v, visible)
+	res := v.Check(points)
+	if res.Failed != "" {
+		res.Entries, res.Omitted = newest, len(points)-len(newest)
+	}
+	return res
+}
+
+// A Point is what a verification reads of one entry it matched: when it
+// came (Unix nanoseconds), its id, and its same_header value. A fleet's
+// replicas send theirs to the one asked, which checks them all together.
+type Point struct {
+	Time int64  `json:"t"`
+	ID   string `json:"id"`
+	Same string `json:"same,omitempty"`
+}
+
+// Matched is the points of the entries visible that v matches, oldest
+// first, and those entries' newest MaxRefuted, made.
+func (j *Journal) Matched(v *Verification, visible func(proxy string) bool) (points []Point, newest []*Entry) {
 	var matched []*kept
 	for _, k := range j.kept() {
 		if visible(k.proxy()) && v.matches(k) {
 			matched = append(matched, k)
 		}
 	}
-	res := v.verify(matched)
-	if res.Failed != "" {
-		shown := matched[len(matched)-min(len(matched), MaxRefuted):]
-		res.Omitted = len(matched) - len(shown)
-		for _, k := range shown {
-			res.Entries = append(res.Entries, k.entry())
+	points = make([]Point, len(matched))
+	for i, k := range matched {
+		points[i] = Point{Time: k.unixNano, ID: string(k.field(textID))}
+		if v.SameHeader != "" {
+			points[i].Same = Headers(k.field(textHeaders)).Get(v.SameHeader)
 		}
 	}
-	return res
+	for _, k := range matched[len(matched)-min(len(matched), MaxRefuted):] {
+		newest = append(newest, k.entry())
+	}
+	return points, newest
 }
 
-// verify checks what must hold of the entries matched, oldest first.
-func (v *Verification) verify(matched []*kept) *Result {
-	res := &Result{Matched: len(matched), GapsMS: []float64{}, Entries: []*Entry{}}
-	for i := 1; i < len(matched); i++ {
-		gap := time.Duration(matched[i].unixNano - matched[i-1].unixNano)
+// Check checks what must hold of the points matched, oldest first.
+func (v *Verification) Check(points []Point) *Result {
+	res := &Result{Matched: len(points), GapsMS: []float64{}, Entries: []*Entry{}}
+	for i := 1; i < len(points); i++ {
+		gap := time.Duration(points[i].Time - points[i-1].Time)
 		res.GapsMS = append(res.GapsMS, float64(gap.Microseconds())/1000)
 	}
 	n := float64(res.Matched)
@@ -184,11 +211,11 @@ func (v *Verification) verify(matched []*kept) *Result {
 			}
 		}
 	}
-	if v.SameHeader != "" && len(matched) > 0 {
-		first := Headers(matched[0].field(textHeaders)).Get(v.SameHeader)
-		for i, k := range matched {
-			if got := Headers(k.field(textHeaders)).Get(v.SameHeader); got != first || got == "" {
-				res.Failed = fmt.Sprintf("same_header: request %d carries %s %q, request 1 %q", i+1, v.SameHeader, got, first)
+	if v.SameHeader != "" && len(points) > 0 {
+		first := points[0].Same
+		for i, p := range points {
+			if p.Same != first || p.Same == "" {
+				res.Failed = fmt.Sprintf("same_header: request %d carries %s %q, request 1 %q", i+1, v.SameHeader, p.Same, first)
 				return res
 			}
 		}
