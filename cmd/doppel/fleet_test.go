@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -42,6 +41,29 @@ func killReplica(t *testing.T, url string, p *proc, id string) {
 	pgtest.Exec(t, url, `UPDATE doppel_replicas SET seen_at = now() - interval '11 seconds' WHERE id = $1`, id)
 }
 
+type fleetStatus struct {
+	Replica string
+	Fleet   struct{ Live, Lost int }
+}
+
+// waitFleet waits for the status to count live and lost replicas, as the
+// heartbeats that follow a change find them (every 2 s).
+func waitFleet(t *testing.T, admin string, live, lost int) fleetStatus {
+	t.Helper()
+	deadline := time.Now().Add(3 * 2 * time.Second)
+	for {
+		var st fleetStatus
+		_ = json.Unmarshal(call(t, "GET", admin+"/api/v1/status", "").body, &st)
+		if st.Fleet.Live == live && st.Fleet.Lost == lost {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the status counts %+v, want %d live and %d lost", st.Fleet, live, lost)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func replicasOf(t *testing.T, admin string) []replicaRow {
 	t.Helper()
 	r := call(t, "GET", admin+"/api/v1/replicas", "")
@@ -77,10 +99,8 @@ func TestReplicasRegister(t *testing.T) {
 	if firstURL != firstAdmin || len(firstID) != 22 {
 		t.Fatalf("the startup line: replica %q advertise %q (admin %s)", firstID, firstURL, firstAdmin)
 	}
-	port := freePorts(t, 1)[0]
-	second, _, secondID, secondURL := fleetReplica(t, url, map[string]string{"DOPPEL_ADVERTISE_URL": fmt.Sprintf("http://localhost:%d", port)},
-		"--admin-addr", fmt.Sprintf("127.0.0.1:%d", port))
-	if secondURL != fmt.Sprintf("http://localhost:%d", port) {
+	second, secondAdmin, secondID, secondURL := fleetReplica(t, url, map[string]string{"DOPPEL_ADVERTISE_URL": "http://doppel-2.internal:8081"})
+	if secondURL != "http://doppel-2.internal:8081" {
 		t.Fatalf("DOPPEL_ADVERTISE_URL: %q", secondURL)
 	}
 	rs := replicasOf(t, firstAdmin)
@@ -88,16 +108,11 @@ func TestReplicasRegister(t *testing.T) {
 		rs[0].State != "live" || rs[1].State != "live" || rs[0].Revision == "" || rs[0].PID == 0 {
 		t.Fatalf("the first replica's list: %+v", rs)
 	}
-	if rs := replicasOf(t, secondURL); len(rs) != 2 || rs[0].Self || !rs[1].Self {
+	if rs := replicasOf(t, secondAdmin); len(rs) != 2 || rs[0].Self || !rs[1].Self {
 		t.Fatalf("the second replica's list: %+v", rs)
 	}
-	var status struct {
-		Replica string
-		Fleet   struct{ Live, Lost int }
-	}
-	_ = json.Unmarshal(call(t, "GET", firstAdmin+"/api/v1/status", "").body, &status)
-	if status.Replica != firstID || status.Fleet.Live != 2 || status.Fleet.Lost != 0 {
-		t.Fatalf("status: %+v", status)
+	if st := waitFleet(t, firstAdmin, 2, 0); st.Replica != firstID {
+		t.Fatalf("status: %+v", st)
 	}
 	table := doppel(t, invocation{args: []string{"replicas", "--admin", firstAdmin}})
 	lines := strings.Split(strings.TrimSpace(table.stdout), "\n")
@@ -122,10 +137,7 @@ func TestReplicasRegister(t *testing.T) {
 	if rs := replicasOf(t, firstAdmin); len(rs) != 2 || rs[1].ID != thirdID || rs[1].State != "lost" {
 		t.Fatalf("after kill -9: %+v", rs)
 	}
-	_ = json.Unmarshal(call(t, "GET", firstAdmin+"/api/v1/status", "").body, &status)
-	if status.Fleet.Live != 1 || status.Fleet.Lost != 1 {
-		t.Fatalf("status after kill -9: %+v", status)
-	}
+	waitFleet(t, firstAdmin, 1, 1)
 	js := doppel(t, invocation{args: []string{"replicas", "--admin", firstAdmin, "-o", "json"}})
 	var list struct{ Replicas []replicaRow }
 	if err := json.Unmarshal([]byte(js.stdout), &list); err != nil || js.code != 0 || len(list.Replicas) != 2 || list.Replicas[1].State != "lost" {

@@ -29,13 +29,16 @@ import (
 
 // Environment variables of serve's own flags.
 const (
-	envWorkers     = "DOPPEL_WORKERS"
-	envProxyAddr   = "DOPPEL_PROXY_ADDR"
-	envAdminAddr   = "DOPPEL_ADMIN_ADDR"
-	envAdvertise   = "DOPPEL_ADVERTISE_URL"
-	envFleetKey    = "DOPPEL_FLEET_KEY"
-	envExternalURL = "DOPPEL_EXTERNAL_URL"
-	envSeed        = "DOPPEL_SEED"
+	envWorkers   = "DOPPEL_WORKERS"
+	envProxyAddr = "DOPPEL_PROXY_ADDR"
+	envAdminAddr = "DOPPEL_ADMIN_ADDR"
+	envAdvertise = "DOPPEL_ADVERTISE_URL"
+	envFleetKey  = "DOPPEL_FLEET_KEY"
+	// envCounterTimeout is how long a counted request waits for the
+	// fleet's counters (SPEC §18.1: 250 ms unless it says).
+	envCounterTimeout = "DOPPEL_COUNTER_TIMEOUT"
+	envExternalURL    = "DOPPEL_EXTERNAL_URL"
+	envSeed           = "DOPPEL_SEED"
 )
 
 // drainTimeout bounds how long in-flight requests get after a signal.
@@ -50,10 +53,12 @@ type serveFlags struct {
 	advertise string
 	keyFile   string
 	fleetKey  fleet.Key
-	socket    string
-	seed      string
-	watch     bool
-	strict    bool
+	// counterTimeout is DOPPEL_COUNTER_TIMEOUT; 0 for the default.
+	counterTimeout time.Duration
+	socket         string
+	seed           string
+	watch          bool
+	strict         bool
 }
 
 func newServeCmd(stdout io.Writer) *cobra.Command {
@@ -142,6 +147,13 @@ func (f *serveFlags) resolve(cmd *cobra.Command, kind store.Kind) error {
 			return usage("--advertise (or %s): %v", envAdvertise, err)
 		}
 	}
+	if v := strings.TrimSpace(os.Getenv(envCounterTimeout)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Millisecond || d > 30*time.Second {
+			return usage("%s must be a duration from 10ms to 30s, such as 250ms, not %q", envCounterTimeout, v)
+		}
+		f.counterTimeout = d
+	}
 	raw, from := os.Getenv(envFleetKey), envFleetKey
 	if f.keyFile != "" {
 		b, err := os.ReadFile(f.keyFile)
@@ -197,24 +209,25 @@ func serve(cmd *cobra.Command, f *serveFlags, stdout io.Writer) error {
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
 	inst, err := instance.Start(doc, instance.Options{
-		Store:         st,
-		Revision:      rev,
-		Postgres:      pg,
-		Follow:        opts.Kind == store.KindPostgres || f.watch,
-		ProxyAddr:     f.proxyAddr,
-		AdminAddr:     f.adminAddr,
-		Advertise:     f.advertise,
-		FleetKey:      f.fleetKey,
-		ControlSocket: cmp.Or(f.socket, string(doc.Control.Socket)),
-		Serves:        servedName(opts),
-		Seed:          f.seed,
-		ExternalURL:   strings.TrimSpace(os.Getenv(envExternalURL)),
-		ConfigPath:    configPathOf(opts),
-		StateHome:     stateHome(),
-		Strict:        f.strict,
-		EnvTokens:     envTokens,
-		Log:           logger,
-		Reporter:      reporter,
+		Store:          st,
+		Revision:       rev,
+		Postgres:       pg,
+		Follow:         opts.Kind == store.KindPostgres || f.watch,
+		ProxyAddr:      f.proxyAddr,
+		AdminAddr:      f.adminAddr,
+		Advertise:      f.advertise,
+		FleetKey:       f.fleetKey,
+		CounterTimeout: f.counterTimeout,
+		ControlSocket:  cmp.Or(f.socket, string(doc.Control.Socket)),
+		Serves:         servedName(opts),
+		Seed:           f.seed,
+		ExternalURL:    strings.TrimSpace(os.Getenv(envExternalURL)),
+		ConfigPath:     configPathOf(opts),
+		StateHome:      stateHome(),
+		Strict:         f.strict,
+		EnvTokens:      envTokens,
+		Log:            logger,
+		Reporter:       reporter,
 	})
 	if err != nil {
 		return failed("%v", err)

@@ -79,8 +79,8 @@ func TestADoppel11DatabaseIsUsedInPlace(t *testing.T) {
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "upstream %s from=%s", r.URL.Path, r.Header.Get("X-From"))
 	})
-	ports := freePorts(t, 2)
-	rev11 := writeAsDoppel11(t, url, ports[0], ports[1], up.URL)
+	// The ports 1.1's row names are not bound: serve is given its own.
+	rev11 := writeAsDoppel11(t, url, 8080, 8081, up.URL)
 	catalog11, ledger11 := pgtest.Catalog(t, url), pgtest.Ledger(t, url)
 	run := func(args ...string) result { return doppel(t, invocation{args: args}) }
 
@@ -96,9 +96,10 @@ func TestADoppel11DatabaseIsUsedInPlace(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	p := startProc(t, invocation{dir: dir, args: []string{"serve", "--store", "postgres", "--database-url", url, "--socket", filepath.Join(dir, "s.sock")}})
+	p := startProc(t, invocation{dir: dir, args: []string{"serve", "--store", "postgres", "--database-url", url, "--socket", filepath.Join(dir, "s.sock"),
+		"--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}})
 	proxy := "http://" + p.waitServing()
-	admin := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	admin := "http://" + adminAddrOf(t, p)
 	if r := call(t, "GET", proxy+"/hello/ana", ""); r.status != 200 || string(r.body) != `{"hi": "ana"}` {
 		t.Fatalf("1.1's json mock: %d %s", r.status, r.body)
 	}

@@ -29,8 +29,8 @@ type Attempts struct {
 	shards [attemptShards]attemptShard
 	// shared, when set, are the fleet's counts (SPEC §18.1), asked first
 	// as Counters asks theirs; report hears of each answer or failure.
-	shared Shared
-	report func(error)
+	shared  Shared
+	breaker *Breaker
 }
 
 // attemptScope is what the fleet's counters count attempts under: no
@@ -42,7 +42,7 @@ func (a *Attempts) Shared() bool { return a.shared != nil }
 
 // Share makes a count in s first, the fleet's; called once, before a is
 // in force.
-func (a *Attempts) Share(s Shared, report func(error)) { a.shared, a.report = s, report }
+func (a *Attempts) Share(s Shared, b *Breaker) { a.shared, a.breaker = s, b }
 
 // NextIn is Next in the fleet's counts when a is shared and they answer
 // within SharedTimeout (ctx, the request's, ends it sooner), else in a's
@@ -51,10 +51,7 @@ func (a *Attempts) NextIn(ctx context.Context, id string) (uint32, Where) {
 	if a.shared == nil {
 		return a.Next(id), Here
 	}
-	ctx, cancel := context.WithTimeout(ctx, SharedTimeout)
-	n, _, err := a.shared.Count(ctx, attemptScope, id)
-	cancel()
-	a.report(err)
+	n, _, err := a.breaker.count(ctx, a.shared, attemptScope, id)
 	if err == nil {
 		return uint32(min(n-1, 1<<32-1)), Fleet
 	}

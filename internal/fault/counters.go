@@ -3,6 +3,8 @@ package fault
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -39,8 +41,70 @@ type Counters struct {
 	// shared, when set, are the fleet's counts of the same counters,
 	// which Count asks first; report hears of each answer (nil) or
 	// failure (Count then counted here).
-	shared Shared
-	report func(error)
+	shared  Shared
+	breaker *Breaker
+}
+
+// Breaker is what a replica knows of its fleet's counters: whether they
+// answer. While they do not, a count asks them once a second at most, the
+// others counting here at once, so that an outage holds one request a
+// second rather than every request (SPEC §18.1); report hears of each
+// change.
+type Breaker struct {
+	down    atomic.Bool
+	probeAt atomic.Int64 // Unix nanoseconds: when the next count may ask
+	report  func(down bool, err error)
+	timeout time.Duration
+}
+
+// NewBreaker is a breaker counts wait timeout for (SharedTimeout when 0);
+// report hears when the counters stop and start answering.
+func NewBreaker(timeout time.Duration, report func(down bool, err error)) *Breaker {
+	return &Breaker{report: report, timeout: cmp.Or(timeout, SharedTimeout)}
+}
+
+// probeEvery is how often a count asks counters that did not answer.
+const probeEvery = time.Second
+
+// ask reports whether a count may ask the fleet's counters now.
+func (b *Breaker) ask(now time.Time) bool {
+	if !b.down.Load() {
+		return true
+	}
+	at := b.probeAt.Load()
+	return now.UnixNano() >= at && b.probeAt.CompareAndSwap(at, now.Add(probeEvery).UnixNano())
+}
+
+// answered records how the counters answered a count.
+func (b *Breaker) answered(now time.Time, err error) {
+	switch {
+	case err == nil && b.down.Load() && b.down.CompareAndSwap(true, false):
+		b.report(false, nil)
+	case err != nil && !b.down.Load() && b.down.CompareAndSwap(false, true):
+		b.probeAt.Store(now.Add(probeEvery).UnixNano())
+		b.report(true, err)
+	}
+}
+
+// errSkipped is a count the breaker kept from asking.
+var errSkipped = errors.New("the fleet's counters did not answer a moment ago")
+
+// shared asks s for a count within the breaker's timeout, or not at all
+// while it is down.
+func (b *Breaker) count(ctx context.Context, s Shared, scope Scope, key string) (uint64, time.Time, error) {
+	now := time.Now()
+	if !b.ask(now) {
+		return 0, time.Time{}, errSkipped
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	n, first, err := s.Count(ctx, scope, key)
+	cancel()
+	if ctx.Err() == nil || err == nil {
+		b.answered(now, err)
+	} else {
+		b.answered(now, fmt.Errorf("no answer within %v", b.timeout))
+	}
+	return n, first, err
 }
 
 // SharedTimeout is how long a count waits for the fleet's counters before
@@ -84,10 +148,9 @@ func (w Where) String() string {
 	return ""
 }
 
-// Share makes c count in s first (the fleet's counters); report hears
-// of each of s's answers, nil, or of the error that made a count fall back
-// to c's own. Called before c is put in force.
-func (c *Counters) Share(s Shared, report func(error)) { c.shared, c.report = s, report }
+// Share makes c count in s first (the fleet's counters), as b allows.
+// Called before c is put in force.
+func (c *Counters) Share(s Shared, b *Breaker) { c.shared, c.breaker = s, b }
 
 type counterState struct {
 	seed   maphash.Seed
@@ -164,10 +227,7 @@ func (c *Counters) Count(ctx context.Context, scope *Scope, key string, now time
 		n, first = c.count(scope, key, now)
 		return n, first, Here
 	}
-	ctx, cancel := context.WithTimeout(ctx, SharedTimeout)
-	n, first, err := c.shared.Count(ctx, *scope, key)
-	cancel()
-	c.report(err)
+	n, first, err := c.breaker.count(ctx, c.shared, *scope, key)
 	if err == nil {
 		return n, first, Fleet
 	}

@@ -121,9 +121,11 @@ type stalled struct {
 	after time.Duration
 	err   error
 	n     uint64
+	asked int
 }
 
 func (s *stalled) Count(ctx context.Context, _ Scope, _ string) (uint64, time.Time, error) {
+	s.asked++
 	select {
 	case <-time.After(s.after):
 	case <-ctx.Done():
@@ -139,31 +141,44 @@ func (s *stalled) List(context.Context, uint64) ([]Count, error) { return nil, s
 func (s *stalled) Reset(context.Context) error                   { return s.err }
 
 // TestSharedCountersFallBackInTime: counters shared with a fleet count in
-// its counters; when those do not answer within SharedTimeout, or fail,
-// the count is kept here, said Local, and reported; the request is never
-// held longer than SharedTimeout.
+// its counters; when those do not answer within the timeout, the count is
+// kept here, said Local, and the outage reported once; while it lasts the
+// fleet is not asked, the others counting here at once, until a probe a
+// second later finds it answering again.
 func TestSharedCountersFallBackInTime(t *testing.T) {
 	scope := &Scope{Fault: "loss"}
-	var reported []error
+	var reported []bool
+	b := NewBreaker(50*time.Millisecond, func(down bool, _ error) { reported = append(reported, down) })
 	c := NewCounters()
 	fleet := &stalled{}
-	c.Share(fleet, func(err error) { reported = append(reported, err) })
+	c.Share(fleet, b)
 	if n, _, where := c.Count(context.Background(), scope, "k", time.Now()); n != 1 || where != Fleet {
 		t.Fatalf("the fleet's first: %d %v", n, where)
 	}
 	fleet.after = time.Hour
 	start := time.Now()
 	n, _, where := c.Count(context.Background(), scope, "k", time.Now())
-	if took := time.Since(start); where != Local || n != 1 || took > 30*time.Second {
+	if took := time.Since(start); where != Local || n != 1 || took > 2*time.Second {
 		t.Fatalf("a stalled fleet: %d %v after %v", n, where, took)
 	}
-	fleet.after, fleet.err = 0, errors.New("connection refused")
-	if n, _, where := c.Count(context.Background(), scope, "k", time.Now()); where != Local || n != 2 {
-		t.Fatalf("a failing fleet: %d %v", n, where)
+	asked := fleet.asked
+	for range 5 {
+		if _, _, where := c.Count(context.Background(), scope, "k", time.Now()); where != Local {
+			t.Fatalf("during the outage: %v", where)
+		}
 	}
-	if len(reported) != 3 || reported[0] != nil || !errors.Is(reported[1], context.DeadlineExceeded) || reported[2] == nil {
-		t.Fatalf("reported %v", reported)
+	if fleet.asked != asked {
+		t.Fatalf("the fleet was asked %d times during the outage, before a second passed", fleet.asked-asked)
 	}
+	fleet.after = 0
+	b.probeAt.Store(time.Now().UnixNano()) // a second later
+	if n, _, where := c.Count(context.Background(), scope, "k", time.Now()); where != Fleet || n != 2 {
+		t.Fatalf("the probe after the outage: %d %v", n, where)
+	}
+	if len(reported) != 2 || !reported[0] || reported[1] {
+		t.Fatalf("reported %v, want down then up", reported)
+	}
+	fleet.err = errors.New("connection refused")
 	if _, err := c.List(context.Background()); err == nil {
 		t.Fatal("a list of a failing fleet's counters did not fail")
 	}

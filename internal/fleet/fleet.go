@@ -8,12 +8,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/version"
@@ -146,6 +148,7 @@ type Member struct {
 
 	stop    context.CancelFunc
 	stopped chan struct{}
+	counts  atomic.Pointer[counts]
 }
 
 // Join writes self's row, failing when the registry cannot be written,
@@ -158,10 +161,38 @@ func Join(ctx context.Context, reg Registry, self Replica, log *slog.Logger) (*M
 	if err := m.beat(ctx); err != nil {
 		return nil, err
 	}
+	m.count(ctx)
 	var run context.Context
 	run, m.stop = context.WithCancel(context.Background())
 	go m.run(run)
 	return m, nil
+}
+
+// Counts are how many replicas are live and lost, as the last heartbeat
+// found them: what a status answers without asking the database.
+func (m *Member) Counts() (live, lost int, err error) {
+	if m.reg == nil {
+		return 1, 0, nil
+	}
+	c := m.counts.Load()
+	if c == nil {
+		return 0, 0, errors.New("the registry has not been read yet")
+	}
+	return c.live, c.lost, c.err
+}
+
+type counts struct {
+	live, lost int
+	err        error
+}
+
+// count reads the registry after a heartbeat, for Counts.
+func (m *Member) count(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, beatTimeout)
+	defer cancel()
+	rs, err := m.reg.List(ctx)
+	live, lost := Count(rs)
+	m.counts.Store(&counts{live, lost, err})
 }
 
 // Self is this replica's row as it last wrote it.
@@ -217,7 +248,12 @@ func (m *Member) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		err := m.beat(ctx)
+		// Not cut by Stop: a heartbeat cut on the wire may still commit
+		// after the row is deleted, and bring it back.
+		err := m.beat(context.Background())
+		if err == nil {
+			m.count(ctx)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return

@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/admin"
@@ -51,6 +50,9 @@ type Options struct {
 	// Follow keeps the configuration in force equal to the store's when
 	// the store can announce changes (a database, a watched file).
 	Follow bool
+	// CounterTimeout is how long a counted request waits for the fleet's
+	// counters before it counts on this replica (0: fault.SharedTimeout).
+	CounterTimeout time.Duration
 	// FleetKey signs and checks the calls that read the journal of every
 	// replica (SPEC §18.1); nil: this replica reads its own only.
 	FleetKey fleet.Key
@@ -136,7 +138,9 @@ func Start(doc *config.Document, o Options) (_ *Instance, err error) {
 	jr := newJournal(i.Control)
 	var overlays func(p *runtime.Proxy, session string)
 	if o.Postgres != nil {
-		overlays = shareCounters(i.Control, rt, o.Postgres, metrics, o.Log)
+		var stopCleanup func()
+		overlays, stopCleanup = shareCounters(i.Control, rt, o.Postgres, o.CounterTimeout, o.Log)
+		i.stops = append(i.stops, stopCleanup)
 	}
 	sessions, stopSessions := newSessions(i.Control, o.Log, o.Postgres, overlays)
 	i.stops = append(i.stops, stopSessions)
@@ -225,32 +229,26 @@ func (i *Instance) join(o Options, rt *runtime.Runtime) error {
 
 // shareCounters makes the counters of every proxy and session overlay, and
 // the attempts --seed counts, the fleet's (SPEC §18.1): kept in the
-// database, each count one statement,
-// falling back to the replica's own when the database does not answer in
-// time, which the metric counts and the log says once an outage. A new
-// configuration deletes the counters of the revisions it no longer serves.
-func shareCounters(ctl *change.Controller, first *runtime.Runtime, pg *postgres.Store, metrics *telemetry.Metrics, log *telemetry.Logger) (overlays func(p *runtime.Proxy, session string)) {
-	var out atomic.Bool // the fleet's counters are not answering
-	report := func(proxy string) func(error) {
-		return func(err error) {
-			switch {
-			case err == nil && out.Load() && out.CompareAndSwap(true, false):
-				log.Info("the fleet's counters answer again; counting in the database", "proxy", proxy)
-			case err != nil:
-				metrics.CounterFellBack(proxy)
-				if out.CompareAndSwap(false, true) {
-					log.Warn("the fleet's counters did not answer within 250 ms; counting on this replica until they do", "proxy", proxy, "error", err)
-				}
-			}
+// database, each count one statement, falling back to the replica's own
+// when the database does not answer in time (the log says it once an
+// outage; while it lasts the database is asked once a second). A new
+// configuration deletes the counters of the revisions it no longer
+// serves; stop ends that cleanup.
+func shareCounters(ctl *change.Controller, first *runtime.Runtime, pg *postgres.Store, timeout time.Duration, log *telemetry.Logger) (overlays func(p *runtime.Proxy, session string), stop func()) {
+	breaker := fault.NewBreaker(timeout, func(down bool, err error) {
+		if down {
+			log.Warn("the fleet's counters did not answer in time; counting on this replica until they do", "timeout", cmp.Or(timeout, fault.SharedTimeout).String(), "error", err)
+		} else {
+			log.Info("the fleet's counters answer again; counting in the database")
 		}
-	}
+	})
 	shareProxy := func(p *runtime.Proxy, session string) {
 		fleet := pg.Counters(p.Name, string(p.Revision), session, p.Counters.Max())
-		p.Counters.Share(fleet, report(p.Name))
+		p.Counters.Share(fleet, breaker)
 		// The attempts --seed counts; those of an unchanged proxy are
 		// carried over, shared already.
 		if !p.Attempts.Shared() {
-			p.Attempts.Share(fleet, report(p.Name))
+			p.Attempts.Share(fleet, breaker)
 		}
 	}
 	share := func(rt *runtime.Runtime) {
@@ -260,20 +258,39 @@ func shareCounters(ctl *change.Controller, first *runtime.Runtime, pg *postgres.
 	}
 	share(first)
 	ctl.Prepare(share)
+	// One goroutine deletes what the configurations no longer serve, the
+	// newest configuration's always, so that a slow cleanup of an older
+	// one never deletes what a newer one serves.
+	newest := make(chan map[string]string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case serving := <-newest:
+				keep, stop := context.WithTimeout(ctx, 10*time.Second)
+				if err := pg.KeepCounters(keep, serving); err != nil && ctx.Err() == nil {
+					log.Warn("cannot delete the counters of the revisions no longer served; they stay until the next change", "error", err)
+				}
+				stop()
+			}
+		}
+	}()
 	ctl.OnSwap(func(_, next *runtime.Runtime) {
 		serving := make(map[string]string, len(next.Proxies))
 		for _, p := range next.Proxies {
 			serving[p.Name] = string(p.Revision)
 		}
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := pg.KeepCounters(ctx, serving); err != nil {
-				log.Warn("cannot delete the counters of the revisions no longer served; they stay until the next change", "error", err)
-			}
-		}()
+		select { // only the newest waits
+		case <-newest:
+		default:
+		}
+		newest <- serving
 	})
-	return shareProxy
+	return shareProxy, func() { cancel(); <-done }
 }
 
 // joinTimeout bounds the registry's first write; leaveTimeout its last

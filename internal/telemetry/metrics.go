@@ -146,15 +146,6 @@ func NewMetrics(version string, dashboard bool) *Metrics {
 	return m
 }
 
-// CounterFellBack counts a request of proxy whose when counts were kept
-// on this replica, the fleet's not answering in time.
-func (m *Metrics) CounterFellBack(proxy string) {
-	if m == nil {
-		return
-	}
-	m.counterFallback.WithLabelValues(proxy).Inc()
-}
-
 // ObserveConnection counts a tcp proxy's connection when it ends: the
 // fault that cut or held it ("" for none), the faults that fired, and
 // the bytes each way. Once per connection, not per byte.
@@ -219,6 +210,9 @@ func (m *Metrics) ObserveProxy(r *Exchange) {
 	m.proxyObserver(proxySeries{r.Proxy, method, r.Status, r.Mock != "", lost, upstreamError}).Observe(r.Duration.Seconds())
 	if r.UpstreamAnswered {
 		m.upstreamObserver(upstreamSeries{r.Proxy, method, r.UpstreamStatus}).Observe(r.UpstreamDuration.Seconds())
+	}
+	if r.Counter == "local" {
+		m.counterFallback.WithLabelValues(r.Proxy).Inc()
 	}
 	if lost {
 		m.loss.WithLabelValues(r.Proxy).Inc()

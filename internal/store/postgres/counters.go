@@ -44,22 +44,38 @@ func (s *Store) Counters(proxy, revision, session string, max uint64) *Counters 
 // row or adds one to it, and returns the count and the first time.
 func (c *Counters) Count(ctx context.Context, scope fault.Scope, key string) (uint64, time.Time, error) {
 	sum := sha256.Sum256([]byte(key))
-	var n int64
-	var first time.Time
+	pool, err := c.s.countPool()
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	var n, age int64
 	var inserted bool
-	err := c.s.pool.QueryRow(ctx, `INSERT INTO doppel_counters (config, proxy, revision, session, mock, fault, key_hash, key, n)
+	// The key's age by the database's clock, so that a window opens and
+	// closes alike on replicas whose clocks differ.
+	err = pool.QueryRow(ctx, `INSERT INTO doppel_counters (config, proxy, revision, session, mock, fault, key_hash, key, n)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1)
 		ON CONFLICT (config, proxy, revision, session, mock, fault, key_hash) DO UPDATE SET n = doppel_counters.n + 1
-		RETURNING n, first_seen, xmax = 0`,
-		c.s.name, c.proxy, c.revision, c.session, scope.Mock, scope.Fault, sum[:], shown(key)).Scan(&n, &first, &inserted)
+		RETURNING n, (extract(epoch FROM clock_timestamp() - first_seen) * 1000000)::bigint, xmax = 0`,
+		c.s.name, c.proxy, c.revision, c.session, scope.Mock, scope.Fault, sum[:], shown(key)).Scan(&n, &age, &inserted)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
 	if inserted && c.inserted.Add(1)%pruneEvery == 0 {
-		go c.prune()
+		kind := counted
+		if scope == (fault.Scope{}) {
+			kind = attempts
+		}
+		c.s.background.Go(func() { c.prune(kind) })
 	}
-	return uint64(n), first, nil
+	return uint64(n), time.Now().Add(-time.Duration(age) * time.Microsecond), nil
 }
+
+// What a row counts: a fault's condition, or the attempts a seed counts
+// (no mock, no fault), each kept to a bound of its own.
+const (
+	counted  = "fault <> ''"
+	attempts = "fault = ''"
+)
 
 // shown is what a row keeps of a key: its first bytes, valid UTF-8.
 func shown(key string) string {
@@ -69,13 +85,19 @@ func shown(key string) string {
 	return strings.ToValidUTF8(key, string(utf8.RuneError))
 }
 
-// prune deletes the oldest keys past the bound, off the request path.
-func (c *Counters) prune() {
+// prune deletes the oldest keys of a kind past its bound, off the request
+// path: c.max of a fault's counters (as a replica's own keep), as many
+// attempts as a replica keeps.
+func (c *Counters) prune(kind string) {
+	bound := c.max
+	if kind == attempts {
+		bound = fault.MaxAttemptIDs
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, _ = c.s.pool.Exec(ctx, `DELETE FROM doppel_counters WHERE ctid IN (
-		SELECT ctid FROM doppel_counters WHERE config = $1 AND proxy = $2 AND revision = $3 AND session = $4
-		ORDER BY first_seen DESC OFFSET $5)`, c.s.name, c.proxy, c.revision, c.session, c.max)
+		SELECT ctid FROM doppel_counters WHERE config = $1 AND proxy = $2 AND revision = $3 AND session = $4 AND `+kind+`
+		ORDER BY first_seen DESC OFFSET $5)`, c.s.name, c.proxy, c.revision, c.session, bound)
 }
 
 // List implements fault.Shared: the faults' counters, not the attempts a

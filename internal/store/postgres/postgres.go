@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/store"
@@ -45,10 +46,17 @@ func channelName(prefix, name string) string {
 
 // Store is a PostgreSQL store of one configuration name.
 type Store struct {
-	pool      *pgxpool.Pool
-	url       string // for LISTEN: a connection of its own, outside the pool
-	name      string
-	templates string // templates.dir: a cache of the templates table
+	pool *pgxpool.Pool
+	// background are the deletions the request path starts (the fleet's
+	// counters past their bound); Close waits for them.
+	background sync.WaitGroup
+	// counters is the pool of the fleet's counters (countPool).
+	countersOnce sync.Once
+	counters     *pgxpool.Pool
+	countersErr  error
+	url        string // for LISTEN: a connection of its own, outside the pool
+	name       string
+	templates  string // templates.dir: a cache of the templates table
 }
 
 var (
@@ -68,6 +76,28 @@ func Open(ctx context.Context, url, name, templates string) (*Store, error) {
 		return nil, fmt.Errorf("cannot reach the database %s: %s", store.MaskURL(url), maskIn(err, url))
 	}
 	return &Store{pool: pool, url: url, name: name, templates: templates}, nil
+}
+
+// countersConns is how many connections the fleet's counters keep, apart
+// from the store's: a burst of counted requests never queues behind a
+// load, a session write or a heartbeat, nor they behind it.
+const countersConns = 16
+
+// countPool is the pool the fleet's counters count in, opened with the
+// first of them.
+func (s *Store) countPool() (*pgxpool.Pool, error) {
+	s.countersOnce.Do(func() {
+		cfg, err := pgxpool.ParseConfig(s.url)
+		if err != nil {
+			s.countersErr = errors.New(maskIn(err, s.url))
+			return
+		}
+		cfg.MaxConns = countersConns
+		if s.counters, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+			s.countersErr = errors.New(maskIn(err, s.url))
+		}
+	})
+	return s.counters, s.countersErr
 }
 
 // maskIn removes the URL and its password from a driver error.
@@ -91,6 +121,11 @@ func (s *Store) Name() string { return s.name }
 
 // Close closes the pool.
 func (s *Store) Close() error {
+	s.background.Wait()
+	s.countersOnce.Do(func() {}) // none is opened after this
+	if s.counters != nil {
+		s.counters.Close()
+	}
 	s.pool.Close()
 	return nil
 }
