@@ -54,9 +54,9 @@ type Store struct {
 	countersOnce sync.Once
 	counters     *pgxpool.Pool
 	countersErr  error
-	url        string // for LISTEN: a connection of its own, outside the pool
-	name       string
-	templates  string // templates.dir: a cache of the templates table
+	url          string // for LISTEN: a connection of its own, outside the pool
+	name         string
+	templates    string // templates.dir: a cache of the templates table
 }
 
 var (
