@@ -144,6 +144,12 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 	if r := verify(replicas[2].admin, `{"match": {"proxy": "shop"}, "count": {"min": 3, "max": 3}, "local": true}`); r.status != 200 {
 		t.Fatalf("local: %d %s", r.status, r.body)
 	}
+	// The command line: a replica column, and the replicas missing.
+	cli := doppel(t, invocation{args: []string{"requests", "list", "--admin", replicas[0].admin, "--token", dashboardToken}})
+	lines := strings.Split(strings.TrimSpace(cli.stdout), "\n")
+	if cli.code != 0 || len(lines) != 10 || !strings.HasSuffix(strings.TrimSpace(lines[0]), "REPLICA") || !strings.Contains(cli.stdout, ids[2]) {
+		t.Fatalf("doppel requests list: %s", cli)
+	}
 	// The viewer's rights on every replica: shop is hidden on the peers too.
 	viewed := list(replicas[2].admin, "", viewerToken)
 	if len(viewed.Requests) != 3 || slices.ContainsFunc(viewed.Requests, func(e struct {
@@ -229,5 +235,9 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 	}
 	if r := verify(replicas[1].admin, `{"match": {"proxy": "shop"}}`); r.status != 503 || !strings.Contains(string(r.body), ids[2]) || !strings.Contains(string(r.body), "no heartbeat") {
 		t.Fatalf("a verification with a replica lost: %d %s", r.status, r.body)
+	}
+	cli = doppel(t, invocation{args: []string{"requests", "list", "--admin", replicas[0].admin, "--token", dashboardToken}})
+	if cli.code != 0 || !strings.Contains(cli.stdout, "(replica "+ids[2]+" at ") || !strings.Contains(cli.stdout, "is missing, lost: no heartbeat for 10 s)") {
+		t.Fatalf("doppel requests list with a replica lost: %s", cli)
 	}
 }

@@ -171,19 +171,31 @@ func newRequestsListCmd() *cobra.Command {
 				return write(cmd, string(raw))
 			}
 			var list struct {
-				Requests []*journal.Entry `json:"requests"`
-				Dropped  uint64           `json:"dropped"`
-				More     int              `json:"more"`
+				Requests []*fleetEntry `json:"requests"`
+				Dropped  uint64        `json:"dropped"`
+				More     int           `json:"more"`
+				Replicas fleetAnswer   `json:"replicas"`
 			}
 			if err := json.Unmarshal(raw, &list); err != nil {
 				return failed("the admin API's answer is not a list of requests: %v", err)
 			}
 			var b strings.Builder
-			tw := table(&b)
+			fleet := list.Replicas.fleet()
+			tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+			names := columnNames()
+			if fleet {
+				names = append(names, "REPLICA")
+			}
+			fmt.Fprintln(tw, strings.Join(names, "\t"))
 			for _, e := range list.Requests {
-				row(tw, e)
+				c := cells(&e.Entry)
+				if fleet {
+					c = append(c, e.Replica)
+				}
+				fmt.Fprintln(tw, strings.Join(c, "\t"))
 			}
 			_ = tw.Flush()
+			list.Replicas.say(&b)
 			if list.More > 0 {
 				fmt.Fprintf(&b, "(%d older requests matched too: --limit shows up to %d)\n", list.More, journal.MaxLimit)
 			}
@@ -393,11 +405,12 @@ which, and the matched requests follow).`,
 				return err
 			}
 			var got struct {
-				Message  string           `json:"message"`
-				Matched  int              `json:"matched"`
-				GapsMS   []float64        `json:"gaps_ms"`
-				Requests []*journal.Entry `json:"requests"`
-				Omitted  int              `json:"requests_omitted"`
+				Message  string        `json:"message"`
+				Matched  int           `json:"matched"`
+				GapsMS   []float64     `json:"gaps_ms"`
+				Requests []*fleetEntry `json:"requests"`
+				Omitted  int           `json:"requests_omitted"`
+				Replicas fleetAnswer   `json:"replicas"`
 			}
 			if err := json.Unmarshal(raw, &got); err != nil {
 				return failed("the admin API's answer is not a verification's: %v", err)
@@ -414,13 +427,17 @@ which, and the matched requests follow).`,
 					fmt.Fprintf(&b, "not verified: %s\n", got.Message)
 					tw := table(&b)
 					for _, e := range got.Requests {
-						row(tw, e)
+						row(tw, &e.Entry)
 					}
 					_ = tw.Flush()
 					if got.Omitted > 0 {
 						fmt.Fprintf(&b, "(the newest %d shown; %d older requests matched too)\n", len(got.Requests), got.Omitted)
 					}
 				}
+				if got.Replicas.fleet() {
+					fmt.Fprintf(&b, "(the journals of %d replicas: %s)\n", len(got.Replicas.Answered), strings.Join(got.Replicas.Answered, ", "))
+				}
+				got.Replicas.say(&b)
 				if err := write(cmd, b.String()); err != nil {
 					return err
 				}
@@ -466,4 +483,28 @@ func newRequestsClearCmd() *cobra.Command {
 	a.register(cmd)
 	cmd.Flags().StringArrayVar(&proxies, "proxy", nil, "a proxy whose requests to forget; repeat for more")
 	return cmd
+}
+
+// fleetEntry is an entry of a fleet's answer: the replica that served it.
+type fleetEntry struct {
+	journal.Entry
+	Replica string `json:"replica"`
+}
+
+// fleetAnswer is what an answer says of the replicas it read.
+type fleetAnswer struct {
+	Answered []string `json:"answered"`
+	Missing  []struct {
+		ID, URL, State, Error string
+	} `json:"missing"`
+}
+
+// fleet reports whether the answer is of more than one replica.
+func (f fleetAnswer) fleet() bool { return len(f.Answered) > 1 || len(f.Missing) > 0 }
+
+// say writes a line for each replica missing.
+func (f fleetAnswer) say(b *strings.Builder) {
+	for _, m := range f.Missing {
+		fmt.Fprintf(b, "(replica %s at %s is missing, %s: %s)\n", m.ID, cmpDash(m.URL), m.State, m.Error)
+	}
 }
