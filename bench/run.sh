@@ -18,10 +18,10 @@
 # subscribers, a render over 3 M characters, live sessions; it installs
 # nothing. The full run ends with them too.
 #
-# BENCH_ONLY=fleet runs only what a fleet's counted request costs (docs/
-# fleet.md): three replicas' counts in one PostgreSQL, their p50, p99 and
-# counts a second, on a server of scripts/with-postgres.sh. The full run
-# ends with it too.
+# BENCH_ONLY=fleet runs only what a fleet costs (docs/fleet.md): three
+# replicas' counts in one PostgreSQL (p50, p99, counts a second) and a
+# verification over three replicas' journals of 10,000 entries each, on a
+# server of scripts/with-postgres.sh. The full run ends with them too.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -49,8 +49,9 @@ bounds() {
 # fleet measures a counted request's statement, three replicas at once.
 fleet() {
 	note "a fleet's counted request (docs/fleet.md): three replicas counting in one PostgreSQL"
-	scripts/with-postgres.sh "$GO" test -run '^$' -bench 'FleetCount' -benchtime 3s ./internal/store/postgres ||
-		die "the fleet's benchmark failed"
+	scripts/with-postgres.sh bash -c "'$GO' test -run '^\$' -bench 'FleetCount' -benchtime 3s ./internal/store/postgres &&
+		'$GO' test -run '^\$' -bench 'FleetVerify' -benchtime 20x ./cmd/doppel" ||
+		die "the fleet's benchmarks failed"
 }
 if [ "$ONLY" = bounds ]; then
 	bounds
