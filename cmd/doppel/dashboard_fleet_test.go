@@ -24,9 +24,14 @@ func TestDashboardShowsTheReplicas(t *testing.T) {
 	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
 		t.Fatal(r)
 	}
-	first, admin, firstID, _ := fleetReplica(t, url, nil)
-	second, _, secondID, _ := fleetReplica(t, url, nil)
-	third, _, thirdID, _ := fleetReplica(t, url, nil)
+	key := map[string]string{"DOPPEL_FLEET_KEY": strings.Repeat("0f1e2d3c", 5)}
+	first, admin, firstID, _ := fleetReplica(t, url, key)
+	second, _, secondID, _ := fleetReplica(t, url, key)
+	third, _, thirdID, _ := fleetReplica(t, url, key)
+	secondProxy := "http://" + lineField(second.waitLine("the startup line", startTimeout, func(l string) bool { return lineMsg(l) == msgServing }), "proxy_addr")
+	for range 2 {
+		call(t, "GET", secondProxy+"/anything", "")
+	}
 	killReplica(t, url, third, thirdID)
 
 	b := newBrowser(t, exe, admin)
@@ -44,6 +49,20 @@ func TestDashboardShowsTheReplicas(t *testing.T) {
 	}
 	eval[bool](b, "document.getElementById('status-replicas').scrollIntoView({block: 'center'}), true")
 	b.screenshot("status-replicas")
+
+	// The traffic page lists the fleet's journal: which replica served
+	// each request, which replicas answered, which are missing.
+	b.open("/requests")
+	b.wait("the fleet's requests", "document.querySelectorAll('#requests-body tr').length === 2")
+	cells := eval[[]string](b, "[...document.querySelectorAll('#requests-body td.replica')].map((td) => td.title)")
+	if len(cells) != 2 || cells[0] != secondID || cells[1] != secondID {
+		t.Fatalf("the replica column: %q, want %s twice", cells, secondID)
+	}
+	note := eval[string](b, "document.getElementById('fleet-note').innerText")
+	if !strings.Contains(note, "The journals of 2 replicas.") || !strings.Contains(note, "Missing: "+thirdID+" (lost)") {
+		t.Fatalf("the fleet note: %q", note)
+	}
+	b.screenshot("requests-fleet")
 	for _, p := range []*proc{first, second} {
 		p.signal(syscall.SIGTERM)
 		if code := p.waitExit(exitTimeout); code != wantOK {

@@ -119,20 +119,26 @@ export async function requestsPage(app, signal) {
   const clearButton = el('button', { type: 'button', id: 'clear', class: 'danger', text: 'Clear', hidden: !!updateRefused,
     title: 'Forget the journal\'s entries (DELETE /api/v1/requests)' });
   const dropped = el('div', { id: 'dropped', class: 'banner', hidden: true });
+  // With a fleet (the PostgreSQL store), the list is every live replica's
+  // journal: a column says which replica served each request, and a note
+  // which replicas answered and which are missing.
+  const fleetNote = el('div', { id: 'fleet-note', class: 'banner', hidden: true });
+  let fleet = false;
+  const replicaHead = el('th', { text: 'Replica', hidden: true });
   const detail = el('div', { id: 'request-detail', class: 'panel', hidden: true });
   const tbody = el('tbody', { id: 'requests-body' });
   const empty = el('p', { class: 'muted', id: 'requests-empty', text: 'No requests yet. Send some to the proxy listener: they appear here as they happen.' });
   const table = el('table', { id: 'requests', class: 'requests' },
     el('thead', {}, el('tr', {},
       el('th', { text: 'Time' }), el('th', { text: 'Method' }), el('th', { text: 'Path' }), el('th', { text: 'Proxy' }), el('th', { text: 'Mock' }),
-      el('th', { class: 'num', text: 'Status' }), el('th', { class: 'faults', text: 'Faults' }), el('th', { class: 'num', text: 'Duration' }), el('th', { class: 'num', text: 'Upstream' }))),
+      el('th', { class: 'num', text: 'Status' }), el('th', { class: 'faults', text: 'Faults' }), el('th', { class: 'num', text: 'Duration' }), el('th', { class: 'num', text: 'Upstream' }), replicaHead)),
     tbody);
 
   app.main.replaceChildren(
     el('div', { class: 'head' }, el('h1', { text: 'Requests' }), state, clearButton),
     el('div', { class: 'toolbar' },
       el('label', {}, 'Proxy ', proxyFilter), el('label', {}, 'Status ', statusFilter), pauseButton, pendingNote),
-    dropped, detail,
+    fleetNote, dropped, detail,
     el('div', { class: 'panel scroll' }, table, empty));
 
   const proxyNames = new Set();
@@ -168,6 +174,9 @@ export async function requestsPage(app, signal) {
         : el('span', { class: 'muted', text: 'none' })),
       el('td', { class: 'num nowrap', text: ms(e.duration_ms) }),
       el('td', { class: 'num nowrap', text: ms(e.upstream_ms) }));
+    if (fleet) {
+      tr.append(el('td', { class: 'mono replica', text: e.replica ? e.replica.slice(0, 8) : '—', title: e.replica || 'this replica (live)' }));
+    }
     const open = () => showDetail(e, tr);
     tr.addEventListener('click', open);
     tr.addEventListener('keydown', (ev) => {
@@ -302,6 +311,16 @@ export async function requestsPage(app, signal) {
     const list = (await call('GET', 'api/v1/requests?limit=200')).data;
     if (signal.aborted) {
       return;
+    }
+    const r = list.replicas || { answered: [], missing: [] };
+    fleet = r.answered.length > 1 || r.missing.length > 0;
+    replicaHead.hidden = !fleet;
+    fleetNote.hidden = !fleet;
+    if (fleet) {
+      fleetNote.replaceChildren(
+        el('strong', { text: 'The journals of ' + r.answered.length + (r.answered.length === 1 ? ' replica' : ' replicas') + '.' }),
+        ' Requests that arrive from now on are this replica\'s.',
+        r.missing.length ? el('ul', {}, r.missing.map((m) => el('li', { class: 'missing-replica', text: 'Missing: ' + m.id + ' (' + m.state + '): ' + m.error }))) : '');
     }
     if (!listed) {
       for (const e of list.requests) {
