@@ -225,13 +225,23 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 	if r := verify(replicas[0].admin, `{"match": {"proxy": "shop"}, "count": {"min": 6, "max": 6}, "partial": true}`); r.status != 200 || !strings.Contains(string(r.body), `"partial":true`) {
 		t.Fatalf("a partial verification: %d %s", r.status, r.body)
 	}
+	// Clearing: every live replica's, or REPLICA_UNAVAILABLE naming the
+	// one that could not be cleared.
+	if r := call(t, "DELETE", replicas[0].admin+"/api/v1/requests", "", bearer(dashboardToken)...); r.status != 503 || !strings.Contains(string(r.body), "not on 1: "+keyless.id) {
+		t.Fatalf("a clear with a replica that cannot be asked: %d %s", r.status, r.body)
+	}
+	if l := list(replicas[1].admin, "", dashboardToken); len(l.Requests) != 0 {
+		t.Fatalf("the replicas that could be cleared hold %d entries", len(l.Requests))
+	}
 	keyless.p.signal(syscall.SIGTERM)
 	keyless.p.waitExit(exitTimeout)
+	call(t, "POST", replicas[2].proxy+"/orders", "{}")
+	call(t, "POST", replicas[1].proxy+"/orders", "{}")
 
 	// A replica lost: missing, the list still answered.
 	killReplica(t, url, replicas[2].p, replicas[2].id)
 	l = list(replicas[0].admin, "", dashboardToken)
-	if len(l.Requests) != 6 || len(l.Replicas.Missing) != 1 || l.Replicas.Missing[0].ID != ids[2] || l.Replicas.Missing[0].State != "lost" {
+	if len(l.Requests) != 1 || len(l.Replicas.Missing) != 1 || l.Replicas.Missing[0].ID != ids[2] || l.Replicas.Missing[0].State != "lost" {
 		t.Fatalf("with a replica lost: %d entries, missing %+v", len(l.Requests), l.Replicas.Missing)
 	}
 	if r := verify(replicas[1].admin, `{"match": {"proxy": "shop"}}`); r.status != 503 || !strings.Contains(string(r.body), ids[2]) || !strings.Contains(string(r.body), "no heartbeat") {
@@ -240,6 +250,13 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 	cli = doppel(t, invocation{args: []string{"requests", "list", "--admin", replicas[0].admin, "--token", dashboardToken}})
 	if cli.code != 0 || !strings.Contains(cli.stdout, "(replica "+ids[2]+" at ") || !strings.Contains(cli.stdout, "is missing, lost: no heartbeat for 10 s)") {
 		t.Fatalf("doppel requests list with a replica lost: %s", cli)
+	}
+	// A lost replica's journal is gone with it: clearing the others is done.
+	if r := call(t, "DELETE", replicas[0].admin+"/api/v1/requests", "", bearer(dashboardToken)...); r.status != 204 {
+		t.Fatalf("a clear with a replica lost: %d %s", r.status, r.body)
+	}
+	if l := list(replicas[0].admin, "", dashboardToken); len(l.Requests) != 0 {
+		t.Fatalf("after the clear: %d entries", len(l.Requests))
 	}
 }
 

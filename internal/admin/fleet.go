@@ -38,16 +38,16 @@ const (
 // fleetCaller carries the identity a verified peer call names.
 type fleetCaller struct{}
 
-// fleetRoutes are the calls a peer may sign: the journal's reads, nothing
-// that writes.
-var fleetRoutes = map[string]bool{"GET /api/v1/requests": true, "POST /api/v1/requests/verify": true}
+// fleetRoutes are the calls a peer may sign: the journal's reads and its
+// clearing, nothing that writes the configuration.
+var fleetRoutes = map[string]bool{"GET /api/v1/requests": true, "POST /api/v1/requests/verify": true, "DELETE /api/v1/requests": true}
 
 // verifyPeer checks a call that claims to be a peer's: one the fleet key
 // signed for this replica, once, to a route peers call. It returns the
 // request with the identity it names, or answers 401 and false.
 func (s *Server) verifyPeer(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if !fleetRoutes[r.Method+" "+r.URL.Path] {
-		apierr.Write(w, apierr.Unauthorized, "a fleet call may only read the journal")
+		apierr.Write(w, apierr.Unauthorized, "a fleet call may only read or clear the journal")
 		return nil, false
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxVerifyBody+1))
@@ -456,4 +456,40 @@ func (s *Server) verifyFleet(w http.ResponseWriter, r *http.Request, body []byte
 		return strings.Compare(a.id, b.id)
 	})
 	writeVerdict(w, v, points, shown, fleetAnswer)
+}
+
+// clearFleet clears the journals of every live peer too, as the caller may
+// (each peer decides by the caller's rights): 204 when every live one did,
+// else REPLICA_UNAVAILABLE naming those that did not (a lost replica's
+// journal is said, not waited for).
+func (s *Server) clearFleet(w http.ResponseWriter, r *http.Request, q url.Values) {
+	peerQuery := url.Values{"local": {"true"}}
+	if p := q["proxy"]; len(p) > 0 {
+		peerQuery["proxy"] = p
+	}
+	_, caller := s.policy(r)
+	answers, gone := s.askPeers(r.Context(), "DELETE", "/api/v1/requests", peerQuery, nil, caller, http.StatusNoContent)
+	answered := []string{s.Fleet.Self().ID}
+	for _, a := range answers {
+		answered = append(answered, a.replica.ID)
+	}
+	var failed []string
+	for _, m := range gone {
+		if m.State != fleet.Lost {
+			failed = append(failed, m.ID+" ("+m.Error+")")
+		}
+	}
+	if len(failed) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	b, _ := json.Marshal(struct {
+		apierr.Envelope
+		Replicas replicasAnswer `json:"replicas"`
+	}{apierr.Envelope{Status: "error", Code: apierr.ReplicaUnavailable,
+		Message: fmt.Sprintf("cleared on %d replicas, not on %d: %s; clear again, or with `local=true` the replica asked alone", len(answered), len(failed), strings.Join(failed, ", "))},
+		replicasAnswer{Answered: answered, Missing: gone}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(apierr.ReplicaUnavailable.Status())
+	_, _ = w.Write(append(b, '\n'))
 }

@@ -136,9 +136,14 @@ func writeEntriesOf(w http.ResponseWriter, status int, before, after string, eac
 
 func (s *Server) clearRequests(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	local, err := localParam(q)
+	if err != nil {
+		filterFailed(w, err)
+		return
+	}
 	for k := range q {
 		if k != "proxy" {
-			apierr.Write(w, apierr.ConfigInvalid, k+": unknown parameter; clearing takes proxy only")
+			apierr.Write(w, apierr.ConfigInvalid, k+": unknown parameter; clearing takes proxy and local only")
 			return
 		}
 	}
@@ -162,6 +167,10 @@ func (s *Server) clearRequests(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.journal.Clear(clear)
+	if s.fleetWide(r, local) {
+		s.clearFleet(w, r, q)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
