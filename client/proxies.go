@@ -155,6 +155,8 @@ type Recording struct {
 	Session string `json:"session,omitempty"`
 	// Since keeps the exchanges after an entry's ID or an RFC 3339 time.
 	Since string `json:"since,omitempty"`
+	// Local records from the journal of the replica asked alone.
+	Local bool `json:"local,omitempty"`
 }
 
 // RecordPreview is what a recording would add.
@@ -165,6 +167,9 @@ type RecordPreview struct {
 	Exchanges int `json:"exchanges"`
 	// Message says why there are none, when there are none.
 	Message string `json:"message,omitempty"`
+	// Replicas says whose journals they were made from: with the
+	// PostgreSQL store every live replica's.
+	Replicas ReplicasAnswered `json:"replicas"`
 }
 
 // Record shows the mocks the journal's forwarded exchanges of a proxy

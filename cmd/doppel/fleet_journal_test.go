@@ -329,3 +329,46 @@ func doppelB(b *testing.B, args ...string) result {
 	}
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
+
+// TestARecordingReadsTheFleet: recording a proxy asked of one replica
+// makes mocks of the exchanges every live replica forwarded.
+func TestARecordingReadsTheFleet(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"path": %q}`, r.URL.Path)
+	})
+	dir := t.TempDir()
+	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("api", up.URL, ""))
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	key := map[string]string{"DOPPEL_FLEET_KEY": strings.Repeat("0f1e2d3c", 5)}
+	var admins []string
+	for _, path := range []string{"/users/1", "/orders/2"} {
+		p, admin, _, _ := fleetReplica(t, url, key)
+		proxy := "http://" + lineField(p.waitLine("the startup line", startTimeout, func(l string) bool { return lineMsg(l) == msgServing }), "proxy_addr")
+		if r := call(t, "GET", proxy+path, ""); r.status != 200 {
+			t.Fatalf("GET %s: %d", path, r.status)
+		}
+		admins = append(admins, admin)
+	}
+	var preview struct {
+		Mocks     []struct{ Name string }
+		Exchanges int
+		Replicas  struct{ Answered []string }
+	}
+	r := call(t, "POST", admins[0]+"/api/v1/proxies/api/record", `{}`)
+	if err := json.Unmarshal(r.body, &preview); err != nil || r.status != 200 || len(preview.Mocks) != 2 || preview.Exchanges != 2 || len(preview.Replicas.Answered) != 2 {
+		t.Fatalf("a recording of the fleet: %d %s", r.status, r.body)
+	}
+	r = call(t, "POST", admins[1]+"/api/v1/proxies/api/record", `{"local": true}`)
+	if err := json.Unmarshal(r.body, &preview); err != nil || r.status != 200 || len(preview.Mocks) != 1 || preview.Exchanges != 1 {
+		t.Fatalf("a recording of one replica: %d %s", r.status, r.body)
+	}
+}

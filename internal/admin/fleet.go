@@ -239,25 +239,32 @@ func withReplica(raw []byte, replica string) []byte {
 	return append(out, raw[1:]...)
 }
 
-// listFleet is GET /api/v1/requests of every live replica, merged by time
-// (ties by id); since and limit apply after the merge.
-func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, q url.Values, f *journal.Filter, visible func(string) bool) {
+// fleetPage is the merged journal of the live replicas.
+type fleetPage struct {
+	all      []merged // oldest first
+	dropped  uint64
+	more     int
+	answered []string
+	gone     []missing
+}
+
+// gatherFleet lists f of every live replica's journal (q, f's query),
+// merged by time (ties by id), since and limit applying after the merge.
+func (s *Server) gatherFleet(r *http.Request, q url.Values, f *journal.Filter, visible func(string) bool) (*fleetPage, error) {
 	self := s.Fleet.Self().ID
 	wide := f.Widened()
 	page, err := s.journal.List(wide, visible)
 	if err != nil {
-		filterFailed(w, err)
-		return
+		return nil, err
 	}
-	var all []merged
+	out := &fleetPage{dropped: s.journal.Dropped(), more: page.More, answered: []string{self}}
 	_ = page.Each(func(e *journal.Entry) error {
 		raw, err := json.Marshal(e)
 		if err == nil {
-			all = append(all, merged{e.Time, e.ID, withReplica(raw, self)})
+			out.all = append(out.all, merged{e.Time, e.ID, withReplica(raw, self)})
 		}
 		return err
 	})
-	dropped, more := s.journal.Dropped(), page.More
 	// Each peer's newest MaxLimit of the same filters, since applying here.
 	peerQuery := url.Values{}
 	for k, v := range q {
@@ -269,7 +276,6 @@ func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, q url.Values,
 	peerQuery.Set("local", "true")
 	_, caller := s.policy(r)
 	answers, gone := s.askPeers(r.Context(), "GET", "/api/v1/requests", peerQuery, nil, caller, http.StatusOK)
-	answered := []string{self}
 	for _, a := range answers {
 		var part struct {
 			Requests []json.RawMessage `json:"requests"`
@@ -297,12 +303,12 @@ func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, q url.Values,
 			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer holds an entry that is not one"})
 			continue
 		}
-		all = append(all, entries...)
-		dropped += part.Dropped
-		more += part.More
-		answered = append(answered, a.replica.ID)
+		out.all = append(out.all, entries...)
+		out.dropped += part.Dropped
+		out.more += part.More
+		out.answered = append(out.answered, a.replica.ID)
 	}
-	slices.SortStableFunc(all, func(a, b merged) int {
+	slices.SortStableFunc(out.all, func(a, b merged) int {
 		if c := a.time.Compare(b.time); c != 0 {
 			return c
 		}
@@ -311,37 +317,47 @@ func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, q url.Values,
 	if at, id := f.Since(); id != "" {
 		// After the newest entry of that id: a retry reuses its id.
 		start := -1
-		for j := len(all) - 1; j >= 0 && start < 0; j-- {
-			if all[j].id == id {
+		for j := len(out.all) - 1; j >= 0 && start < 0; j-- {
+			if out.all[j].id == id {
 				start = j + 1
 			}
 		}
 		if start < 0 {
-			filterFailed(w, &journal.ParamError{Param: "since", Reason: fmt.Sprintf("%q is neither an RFC 3339 time nor the id of an entry any replica keeps", id)})
-			return
+			return nil, &journal.ParamError{Param: "since", Reason: fmt.Sprintf("%q is neither an RFC 3339 time nor the id of an entry any replica keeps", id)}
 		}
-		all = all[start:]
+		out.all = out.all[start:]
 	} else if !at.IsZero() {
-		all = slices.DeleteFunc(all, func(m merged) bool { return !m.time.After(at) })
+		out.all = slices.DeleteFunc(out.all, func(m merged) bool { return !m.time.After(at) })
 	}
-	if limit := f.Limit(); len(all) > limit {
-		more += len(all) - limit
-		all = all[len(all)-limit:]
+	if limit := f.Limit(); len(out.all) > limit {
+		out.more += len(out.all) - limit
+		out.all = out.all[len(out.all)-limit:]
 	}
 	if gone == nil {
 		gone = []missing{}
 	}
-	fleetJSON, _ := json.Marshal(replicasAnswer{Answered: answered, Missing: gone})
+	out.gone = gone
+	return out, nil
+}
+
+// listFleet is GET /api/v1/requests of every live replica.
+func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, q url.Values, f *journal.Filter, visible func(string) bool) {
+	page, err := s.gatherFleet(r, q, f, visible)
+	if err != nil {
+		filterFailed(w, err)
+		return
+	}
+	fleetJSON, _ := json.Marshal(replicasAnswer{Answered: page.answered, Missing: page.gone})
 	w.Header().Set("Content-Type", "application/json")
 	bw := bufio.NewWriterSize(w, 32<<10)
 	_, _ = bw.WriteString(`{"requests":[`)
-	for i, m := range all {
+	for i, m := range page.all {
 		if i > 0 {
 			_ = bw.WriteByte(',')
 		}
 		_, _ = bw.Write(m.raw)
 	}
-	_, _ = bw.WriteString(`],"dropped":` + strconv.FormatUint(dropped, 10) + `,"more":` + strconv.Itoa(more) + `,"replicas":`)
+	_, _ = bw.WriteString(`],"dropped":` + strconv.FormatUint(page.dropped, 10) + `,"more":` + strconv.Itoa(page.more) + `,"replicas":`)
 	_, _ = bw.Write(fleetJSON)
 	_, _ = bw.WriteString("}\n")
 	_ = bw.Flush()

@@ -320,6 +320,7 @@ func requestBody(kind bodyKind) map[string]any {
 				"session":  map[string]any{"type": "string", "description": "Only this session's exchanges."},
 				"since":    map[string]any{"type": "string", "description": "Only exchanges after this RFC 3339 time or journal entry id."},
 				"apply":    map[string]any{"type": "boolean", "description": "Append the mocks to the proxy (true) or only show them (false)."},
+				"local":    map[string]any{"type": "boolean", "description": "With the PostgreSQL store, record from the journal of the replica asked alone; by default every live replica's exchanges are read, merged by time."},
 			}},
 			"example": map[string]any{"revision": "3f1c2a9b8d7e6f50", "match": "^/catalog", "apply": true},
 		}}}
@@ -552,7 +553,8 @@ func answerSchemas() map[string]any {
 				ref("ProxyConfig"),
 			},
 		},
-		"RecordPreview": object([]string{"mocks", "exchanges"}, map[string]any{
+		"RecordPreview": object([]string{"mocks", "exchanges", "replicas"}, map[string]any{
+			"replicas":  ref("ReplicasAnswered"),
 			"mocks":     map[string]any{"type": "array", "items": ref("MockConfig"), "description": "One per method and path, the latest answer winning; `[]` when nothing matched."},
 			"exchanges": withDescription(count, "How many exchanges they were made from."),
 			"message":   withDescription(str, "Why there are none, when there are none; else which mocks leave out headers `journal.headers` cut, when some do."),

@@ -24,12 +24,15 @@ type recordRequest struct {
 	Session  string  `json:"session"`
 	Since    string  `json:"since"`
 	Apply    bool    `json:"apply"`
+	// Local records from the journal of the replica asked alone.
+	Local bool `json:"local"`
 }
 
 type recordPreview struct {
 	Mocks     []map[string]any `json:"mocks"`
 	Exchanges int              `json:"exchanges"`
 	Message   string           `json:"message,omitempty"`
+	Replicas  replicasAnswer   `json:"replicas"`
 }
 
 // recordProxy turns the journal's forwarded exchanges of a proxy into
@@ -57,7 +60,7 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	var req recordRequest
 	if err := jsonbody.DecodeKnown(raw, &req); err != nil {
-		const shape = `{"revision", "match", "session", "since", "apply"}`
+		const shape = `{"revision", "match", "session", "since", "apply", "local"}`
 		var unknown *jsonbody.UnknownKeyError
 		if errors.As(err, &unknown) {
 			apierr.Write(w, apierr.ConfigInvalid, fmt.Sprintf("unknown key %q: the body is %s", unknown.Key, shape))
@@ -112,8 +115,25 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
 		return
 	}
-	entries, err := f.Select(s.journal.Entries(), func(string) bool { return true })
-	if err != nil {
+	var entries []*journal.Entry
+	fleet := replicasAnswer{Answered: []string{s.Fleet.Self().ID}, Missing: []missing{}}
+	if s.fleetWide(r, req.Local) {
+		// Every live replica's exchanges of the proxy, merged by time.
+		page, err := s.gatherFleet(r, q, f, func(string) bool { return true })
+		if err != nil {
+			apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
+			return
+		}
+		for _, m := range page.all {
+			var e journal.Entry
+			if err := json.Unmarshal(m.raw, &e); err != nil {
+				apierr.Write(w, apierr.InternalError, "an entry of the fleet's journal does not read back: "+err.Error())
+				return
+			}
+			entries = append(entries, &e)
+		}
+		fleet = replicasAnswer{Answered: page.answered, Missing: page.gone}
+	} else if entries, err = f.Select(s.journal.Entries(), func(string) bool { return true }); err != nil {
 		apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
 		return
 	}
@@ -126,7 +146,7 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 		apierr.Write(w, apierr.ConfigInvalid, err.Error())
 		return
 	}
-	preview := recordPreview{Mocks: res.Mocks, Exchanges: res.Exchanges, Message: res.Note}
+	preview := recordPreview{Mocks: res.Mocks, Exchanges: res.Exchanges, Message: res.Note, Replicas: fleet}
 	if preview.Mocks == nil {
 		preview.Mocks = []map[string]any{}
 		preview.Message = "no forwarded exchange of proxy " + name + " in the journal matches: nothing to record"
