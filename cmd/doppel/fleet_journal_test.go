@@ -172,8 +172,24 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 		got = append(got, r.Header.Clone())
 		a := answer
 		mu.Unlock()
-		if a == "hang" {
+		switch a {
+		case "hang":
 			<-r.Context().Done()
+			return
+		case "relay":
+			req, _ := http.NewRequest(r.Method, replicas[1].admin+r.URL.RequestURI(), nil)
+			req.Header = r.Header.Clone()
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				http.Error(w, err.Error(), 502)
+				return
+			}
+			defer res.Body.Close()
+			for k, v := range res.Header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(res.StatusCode)
+			_, _ = io.Copy(w, res.Body)
 			return
 		}
 		_, _ = io.WriteString(w, a)
@@ -182,7 +198,7 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 	pgtest.Exec(t, url, `INSERT INTO doppel_replicas (id, config, url, host, pid, version, revision, started_at)
 		VALUES ('forgedforgedforgedfor0', 'default', $1, 'evil', 1, '0', '0', now())`, evil.URL)
 	l := list(replicas[0].admin, "", dashboardToken)
-	if len(l.Requests) != 9 || len(l.Replicas.Missing) != 1 || l.Replicas.Missing[0].ID != "forgedforgedforgedfor0" || !strings.Contains(l.Replicas.Missing[0].Error, "not a list of requests") {
+	if len(l.Requests) != 9 || len(l.Replicas.Missing) != 1 || l.Replicas.Missing[0].ID != "forgedforgedforgedfor0" || !strings.Contains(l.Replicas.Missing[0].Error, "not signed with the fleet key") {
 		t.Fatalf("with a forged row answering garbage: %d entries, missing %+v", len(l.Requests), l.Replicas.Missing)
 	}
 	mu.Lock()
@@ -194,10 +210,19 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 				}
 			}
 		}
-		if h.Get("X-Doppel-Fleet-Caller") != "root" || h.Get("X-Doppel-Fleet-Signature") == "" {
+		if h.Get("X-Doppel-Fleet-Caller") != "root" || h.Get("X-Doppel-Fleet-Group") != "admin" || h.Get("X-Doppel-Fleet-Signature") == "" {
 			t.Fatalf("the call the forged row got: %v", h)
 		}
 	}
+	// It relays the call to a real replica: refused there, as it was
+	// signed for another replica at another URL.
+	answer = "relay"
+	mu.Unlock()
+	l = list(replicas[0].admin, "", dashboardToken)
+	if len(l.Requests) != 9 || len(l.Replicas.Missing) != 1 || !strings.Contains(l.Replicas.Missing[0].Error, "401 UNAUTHORIZED") {
+		t.Fatalf("with a forged row relaying to a replica: missing %+v", l.Replicas.Missing)
+	}
+	mu.Lock()
 	answer = "hang"
 	mu.Unlock()
 	began := time.Now()

@@ -94,6 +94,8 @@ type Caller struct {
 	// header is where it was read.
 	sent   presented
 	header string
+	// value is the token presented, for the proof a fleet call carries.
+	value config.Token
 }
 
 // presented is what an anonymous caller sent in place of a known token.
@@ -143,7 +145,7 @@ func identify(r *http.Request, doc *config.Document, env []Token) Caller {
 	for _, t := range tokensInForce(doc, env) {
 		want := config.DigestOf(string(t.Value))
 		if subtle.ConstantTimeCompare(digest[:], want[:]) == 1 && found.Anonymous {
-			found = Caller{Name: t.Name, Group: t.Group}
+			found = Caller{Name: t.Name, Group: t.Group, value: t.Value}
 		}
 	}
 	return found

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
@@ -56,25 +58,73 @@ func (s *Server) verifyPeer(w http.ResponseWriter, r *http.Request) (*http.Reque
 		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	caller, err := s.verifier.Verify(r, body, time.Now())
+	who, err := s.verifier.Verify(r, body, time.Now())
 	if err != nil {
 		apierr.Write(w, apierr.Unauthorized, err.Error())
 		return nil, false
 	}
-	return r.WithContext(context.WithValue(r.Context(), fleetCaller{}, caller)), true
+	return r.WithContext(context.WithValue(r.Context(), fleetCaller{}, who)), true
+}
+
+// signedAnswer holds a peer's answer to a fleet call until it is whole,
+// then sends it with the fleet key's signature of it, so that the replica
+// asked takes nothing a row someone else wrote answered.
+type signedAnswer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+	over   bool
+}
+
+func (a *signedAnswer) Header() http.Header { return a.header }
+
+func (a *signedAnswer) WriteHeader(status int) {
+	if a.status == 0 {
+		a.status = status
+	}
+}
+
+func (a *signedAnswer) Write(b []byte) (int, error) {
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	if a.body.Len()+len(b) > maxPeerAnswer {
+		a.over = true
+		return 0, errors.New("the answer is over the bound of a fleet call's")
+	}
+	return a.body.Write(b)
+}
+
+// send writes the answer to w, signed for the call r.
+func (a *signedAnswer) send(w http.ResponseWriter, r *http.Request, key fleet.Key) {
+	if a.over {
+		apierr.Write(w, apierr.InternalError, fmt.Sprintf("this replica's part is over %d MiB", maxPeerAnswer>>20))
+		return
+	}
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	for k, v := range a.header {
+		w.Header()[k] = v
+	}
+	w.Header().Set(fleet.HeaderAnswer, key.SignAnswer(r.Header.Get(fleet.HeaderNonce), a.status, a.body.Bytes()))
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body.Bytes())
 }
 
 // peerCaller is the caller a verified peer call names, as this replica
-// knows that token: its own group for the name, anonymous for a name it
-// has no token of, so that nothing widens.
-func peerCaller(r *http.Request, doc *config.Document, env []Token) (Caller, bool) {
-	name, ok := r.Context().Value(fleetCaller{}).(string)
+// knows that token: the same name, group and value (by its proof), else
+// anonymous, so that nothing widens.
+func (s *Server) peerCaller(r *http.Request, doc *config.Document) (Caller, bool) {
+	who, ok := r.Context().Value(fleetCaller{}).(fleet.Identity)
 	if !ok {
 		return Caller{}, false
 	}
-	for _, t := range tokensInForce(doc, env) {
-		if name != "" && string(t.Name) == name {
-			return Caller{Name: t.Name, Group: t.Group}, true
+	if who.Name != "" {
+		for _, t := range tokensInForce(doc, s.env) {
+			if string(t.Name) == who.Name && string(t.Group) == who.Group && hmac.Equal([]byte(s.fleetKey.Proof(string(t.Value))), []byte(who.Proof)) {
+				return Caller{Name: t.Name, Group: t.Group}, true
+			}
 		}
 	}
 	return Caller{Anonymous: true, sent: sentNothing, header: string(doc.Admin.Auth.Header)}, true
@@ -124,19 +174,26 @@ func (s *Server) askPeers(ctx context.Context, method, path string, query url.Va
 			gone = append(gone, missing{ID: r.ID, URL: r.URL, State: r.State, Error: "no fleet key"})
 		case r.URL == "":
 			gone = append(gone, missing{ID: r.ID, URL: r.URL, State: r.State, Error: "it has no admin listener"})
+		case fleet.CheckAdvertise(r.URL) != nil:
+			gone = append(gone, missing{ID: r.ID, URL: clip(r.URL), State: r.State, Error: "its registered URL is not one peers call"})
 		default:
 			live = append(live, r)
 		}
 	}
-	name := ""
+	var who fleet.Identity
 	if !caller.Anonymous {
-		name = string(caller.Name)
+		who = fleet.Identity{Name: string(caller.Name), Group: string(caller.Group), Proof: s.fleetKey.Proof(string(caller.value))}
 	}
 	answers := make([]peerAnswer, len(live))
 	var wg sync.WaitGroup
+	turns := make(chan struct{}, peersAtOnce)
+	budget := &atomic.Int64{}
+	budget.Store(maxFleetAnswers)
 	for i, r := range live {
 		wg.Go(func() {
-			got, err := s.askPeer(ctx, r, method, path, query, body, name, want)
+			turns <- struct{}{}
+			defer func() { <-turns }()
+			got, err := s.askPeer(ctx, r, method, path, query, body, who, want, budget)
 			answers[i] = peerAnswer{replica: r, body: got, err: err}
 		})
 	}
@@ -154,19 +211,34 @@ func (s *Server) askPeers(ctx context.Context, method, path string, query url.Va
 
 // peerClient calls peers; never through an environment's proxy, which
 // would see the calls.
-var peerClient = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, ResponseHeaderTimeout: peerTimeout},
+var peerClient = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4, ResponseHeaderTimeout: peerTimeout, IdleConnTimeout: 30 * time.Second},
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
+// peersAtOnce bounds the peers asked at once; maxFleetAnswers what all
+// their answers to one call may take.
+const (
+	peersAtOnce     = 16
+	maxFleetAnswers = 256 << 20
+)
+
+// clip is s cut to what an answer repeats of what a peer or a row said.
+func clip(s string) string {
+	if len(s) > 200 {
+		return strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	return s
+}
+
 // askPeer is one signed call, within peerTimeout, its answer within
-// maxPeerAnswer.
-func (s *Server) askPeer(ctx context.Context, r fleet.Replica, method, path string, query url.Values, body []byte, caller string, want int) ([]byte, error) {
+// maxPeerAnswer and what is left of budget, signed by the fleet key.
+func (s *Server) askPeer(ctx context.Context, r fleet.Replica, method, path string, query url.Values, body []byte, who fleet.Identity, want int, budget *atomic.Int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
-	u, err := url.Parse(strings.TrimRight(r.URL, "/") + path)
+	u, err := url.Parse(r.URL)
 	if err != nil {
 		return nil, fmt.Errorf("its advertised URL is not one: %v", err)
 	}
-	u.RawQuery = query.Encode()
+	u.Path, u.RawPath, u.RawQuery = path, "", query.Encode()
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -174,25 +246,30 @@ func (s *Server) askPeer(ctx context.Context, r fleet.Replica, method, path stri
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	s.fleetKey.Sign(req, body, r.ID, caller, time.Now())
+	s.fleetKey.Sign(req, body, r.ID, r.URL, who, time.Now())
 	res, err := peerClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("no answer: %v", errors.Unwrap(err))
+		return nil, fmt.Errorf("no answer: %s", clip(fmt.Sprint(errors.Unwrap(err))))
 	}
 	defer res.Body.Close()
-	got, err := io.ReadAll(io.LimitReader(res.Body, maxPeerAnswer+1))
+	limit := min(int64(maxPeerAnswer), budget.Load())
+	got, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("its answer broke off: %v", err)
-	case len(got) > maxPeerAnswer:
-		return nil, fmt.Errorf("its answer is over %d MiB", maxPeerAnswer>>20)
+		return nil, fmt.Errorf("its answer broke off: %s", clip(err.Error()))
+	case int64(len(got)) > limit:
+		return nil, fmt.Errorf("its answer is over %d MiB, or the fleet's over %d MiB", maxPeerAnswer>>20, maxFleetAnswers>>20)
 	case res.StatusCode != want:
 		var env apierr.Envelope
 		if json.Unmarshal(got, &env) == nil && env.Code != "" {
-			return nil, fmt.Errorf("it answered %d %s: %s", res.StatusCode, env.Code, env.Message)
+			return nil, fmt.Errorf("it answered %d %s: %s", res.StatusCode, clip(string(env.Code)), clip(env.Message))
 		}
-		return nil, fmt.Errorf("it answered %s", res.Status)
+		return nil, fmt.Errorf("it answered %s", clip(res.Status))
 	}
+	if err := s.fleetKey.CheckAnswer(req, res, got); err != nil {
+		return nil, err
+	}
+	budget.Add(-int64(len(got)))
 	return got, nil
 }
 
@@ -203,7 +280,7 @@ func (s *Server) fleetWide(r *http.Request, local bool) bool {
 	if local || s.Fleet == nil || !s.Fleet.Shared() {
 		return false
 	}
-	_, fromPeer := r.Context().Value(fleetCaller{}).(string)
+	_, fromPeer := r.Context().Value(fleetCaller{}).(fleet.Identity)
 	return !fromPeer
 }
 
@@ -225,6 +302,21 @@ type merged struct {
 	time time.Time
 	id   string
 	raw  []byte
+}
+
+// peerEntry is a peer's entry as this replica writes it: decoded and
+// encoded again, so that nothing but an entry's fields reaches an answer,
+// with "replica" the peer's.
+func peerEntry(raw json.RawMessage, replica string) (merged, error) {
+	var e journal.Entry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return merged{}, err
+	}
+	b, err := json.Marshal(&e)
+	if err != nil {
+		return merged{}, err
+	}
+	return merged{e.Time, e.ID, withReplica(b, replica)}, nil
 }
 
 // withReplica is an entry's JSON with "replica" first.
@@ -265,14 +357,22 @@ func (s *Server) gatherFleet(r *http.Request, q url.Values, f *journal.Filter, v
 		}
 		return err
 	})
-	// Each peer's newest MaxLimit of the same filters, since applying here.
+	// Each peer's newest limit of the same filters: the newest limit of
+	// the merge are among them. A since of a time is each peer's too; one
+	// of an entry's id applies here, over each peer's newest MaxLimit.
 	peerQuery := url.Values{}
 	for k, v := range q {
 		if k != "since" && k != "limit" {
 			peerQuery[k] = v
 		}
 	}
-	peerQuery.Set("limit", strconv.Itoa(journal.MaxLimit))
+	at, sinceID := f.Since()
+	peerQuery.Set("limit", strconv.Itoa(f.Limit()))
+	if sinceID != "" {
+		peerQuery.Set("limit", strconv.Itoa(journal.MaxLimit))
+	} else if !at.IsZero() {
+		peerQuery.Set("since", at.UTC().Format(time.RFC3339Nano))
+	}
 	peerQuery.Set("local", "true")
 	_, caller := s.policy(r)
 	answers, gone := s.askPeers(r.Context(), "GET", "/api/v1/requests", peerQuery, nil, caller, http.StatusOK)
@@ -289,15 +389,12 @@ func (s *Server) gatherFleet(r *http.Request, q url.Values, f *journal.Filter, v
 		entries := make([]merged, 0, len(part.Requests))
 		bad := false
 		for _, raw := range part.Requests {
-			var head struct {
-				Time time.Time `json:"time"`
-				ID   string    `json:"id"`
-			}
-			if json.Unmarshal(raw, &head) != nil || len(raw) < 2 || raw[0] != '{' {
+			m, err := peerEntry(raw, a.replica.ID)
+			if err != nil {
 				bad = true
 				break
 			}
-			entries = append(entries, merged{head.Time, head.ID, withReplica(raw, a.replica.ID)})
+			entries = append(entries, m)
 		}
 		if bad {
 			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer holds an entry that is not one"})
@@ -314,7 +411,7 @@ func (s *Server) gatherFleet(r *http.Request, q url.Values, f *journal.Filter, v
 		}
 		return strings.Compare(a.id, b.id)
 	})
-	if at, id := f.Since(); id != "" {
+	if at, id := at, sinceID; id != "" {
 		// After the newest entry of that id: a retry reuses its id.
 		start := -1
 		for j := len(out.all) - 1; j >= 0 && start < 0; j-- {
@@ -393,6 +490,10 @@ type verifyPartAnswer struct {
 func (s *Server) verifyFleet(w http.ResponseWriter, r *http.Request, body []byte, v *journal.Verification, visible func(string) bool) {
 	self := s.Fleet.Self().ID
 	points, newest := s.journal.Matched(v, visible)
+	if len(points) > maxFleetPoints {
+		apierr.Write(w, apierr.ConfigInvalid, tooManyMatched)
+		return
+	}
 	var shown []merged
 	for _, e := range newest {
 		raw, _ := json.Marshal(e)
@@ -412,15 +513,12 @@ func (s *Server) verifyFleet(w http.ResponseWriter, r *http.Request, body []byte
 		}
 		var entries []merged
 		for _, raw := range part.Shown {
-			var head struct {
-				Time time.Time `json:"time"`
-				ID   string    `json:"id"`
-			}
-			if json.Unmarshal(raw, &head) != nil || len(raw) < 2 || raw[0] != '{' {
+			m, err := peerEntry(raw, a.replica.ID)
+			if err != nil {
 				entries = nil
 				break
 			}
-			entries = append(entries, merged{head.Time, head.ID, withReplica(raw, a.replica.ID)})
+			entries = append(entries, m)
 		}
 		if len(entries) != len(part.Shown) {
 			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer holds an entry that is not one"})

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
 	"github.com/doppelproxy/doppel/internal/config"
@@ -117,13 +119,26 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	var entries []*journal.Entry
 	fleet := replicasAnswer{Answered: []string{s.Fleet.Self().ID}, Missing: []missing{}}
+	cut := 0
 	if s.fleetWide(r, req.Local) {
-		// Every live replica's exchanges of the proxy, merged by time.
-		page, err := s.gatherFleet(r, q, f, func(string) bool { return true })
+		// Every live replica's exchanges of the proxy, merged by time: the
+		// newest MaxLimit of the fleet.
+		wide := url.Values{}
+		for k, v := range q {
+			wide[k] = v
+		}
+		wide.Set("limit", strconv.Itoa(journal.MaxLimit))
+		fw, err := journal.ParseFilter(wide)
 		if err != nil {
 			apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
 			return
 		}
+		page, err := s.gatherFleet(r, wide, fw, func(string) bool { return true })
+		if err != nil {
+			apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
+			return
+		}
+		cut = page.more
 		for _, m := range page.all {
 			var e journal.Entry
 			if err := json.Unmarshal(m.raw, &e); err != nil {
@@ -147,6 +162,9 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	preview := recordPreview{Mocks: res.Mocks, Exchanges: res.Exchanges, Message: res.Note, Replicas: fleet}
+	if cut > 0 {
+		preview.Message = strings.TrimPrefix(preview.Message+fmt.Sprintf("; made from the fleet's newest %d entries of the proxy, %d older ones left out (narrow match or since)", journal.MaxLimit, cut), "; ")
+	}
 	if preview.Mocks == nil {
 		preview.Mocks = []map[string]any{}
 		preview.Message = "no forwarded exchange of proxy " + name + " in the journal matches: nothing to record"

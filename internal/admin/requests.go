@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/fleet"
 	"github.com/doppelproxy/doppel/internal/journal"
 )
 
@@ -205,7 +206,7 @@ func (s *Server) verifyRequests(w http.ResponseWriter, r *http.Request) {
 		filterFailed(w, err)
 		return
 	}
-	if _, fromPeer := r.Context().Value(fleetCaller{}).(string); fromPeer {
+	if _, fromPeer := r.Context().Value(fleetCaller{}).(fleet.Identity); fromPeer {
 		s.verifyPart(w, v, visible)
 		return
 	}

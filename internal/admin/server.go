@@ -85,16 +85,20 @@ func New(ctl *change.Controller, env []Token, log *telemetry.Logger, j *journal.
 func (s *Server) JoinFleet(m *fleet.Member, key fleet.Key) {
 	s.Fleet, s.fleetKey = m, key
 	if key != nil {
-		s.verifier = fleet.NewVerifier(key, m.Self().ID)
+		s.verifier = fleet.NewVerifier(key, m.Self().ID, m.Self().URL)
 	}
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if fleet.Signed(r) {
-		var ok bool
-		if r, ok = s.verifyPeer(w, r); !ok {
+		r, ok := s.verifyPeer(w, r)
+		if !ok {
 			return
 		}
+		answer := &signedAnswer{header: http.Header{}}
+		s.handler.ServeHTTP(answer, withoutTrailingSlash(r))
+		answer.send(w, r, s.fleetKey)
+		return
 	}
 	s.handler.ServeHTTP(w, withoutTrailingSlash(r))
 }
@@ -400,7 +404,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 // a reload puts it in force.
 func (s *Server) policy(r *http.Request) (*config.Document, Caller) {
 	doc := s.ctl.Runtime().Document
-	if c, ok := peerCaller(r, doc, s.env); ok {
+	if c, ok := s.peerCaller(r, doc); ok {
 		return doc, c
 	}
 	return doc, identify(r, doc, s.env)

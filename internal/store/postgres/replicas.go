@@ -27,7 +27,7 @@ func (rs Replicas) Beat(ctx context.Context, r fleet.Replica) error {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO doppel_replicas (id, config, url, host, pid, version, revision, started_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-		ON CONFLICT (id) DO UPDATE SET revision = EXCLUDED.revision, seen_at = now()`,
+		ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, revision = EXCLUDED.revision, seen_at = now()`,
 		r.ID, rs.s.name, r.URL, r.Host, r.PID, r.Version, r.Revision, r.StartedAt)
 	b.Queue(`DELETE FROM doppel_replicas WHERE config = $1 AND seen_at < now() - $2::interval`, rs.s.name, forgetAfter)
 	return rs.s.pool.SendBatch(ctx, b).Close()
