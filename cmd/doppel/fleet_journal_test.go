@@ -181,7 +181,7 @@ func TestTheJournalIsReadFleetWide(t *testing.T) {
 			req.Header = r.Header.Clone()
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
-				http.Error(w, err.Error(), 502)
+				http.Error(w, err.Error(), http.StatusBadGateway)
 				return
 			}
 			defer res.Body.Close()

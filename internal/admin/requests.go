@@ -94,17 +94,12 @@ func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
 	writeEntriesOf(w, http.StatusOK, "", fmt.Sprintf(`,"dropped":%d,"more":%d,"replicas":%s`, s.journal.Dropped(), page.More, fleetJSON), page.Each, self)
 }
 
-// writeEntries answers a JSON object of the members before (each ending
+// writeEntriesOf answers a JSON object of the members before (each ending
 // with a comma), then "requests", the entries each yields, then the
 // members after (each beginning with one). The entries are encoded one
 // at a time as they are written: an answer of a full journal is never in
 // memory whole. A client that leaves ends it.
-func writeEntries(w http.ResponseWriter, status int, before, after string, each func(func(*journal.Entry) error) error) {
-	writeEntriesOf(w, status, before, after, each, "")
-}
-
-// writeEntriesOf is writeEntries, each entry saying replica served it
-// when replica is not "".
+// Each entry says replica served it when replica is not "".
 func writeEntriesOf(w http.ResponseWriter, status int, before, after string, each func(func(*journal.Entry) error) error, replica string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
