@@ -27,8 +27,9 @@ import (
 
 // The journal is read fleet-wide (SPEC §18.1): the replica asked
 // authorizes the caller, then asks every live peer for its part in a call
-// signed with the fleet key, carrying the caller's token name and never
-// the token, and merges the answers by time.
+// signed with the fleet key, carrying the caller's identity and never the
+// token, checks the peer's signature of its answer, and merges the answers
+// by time.
 
 // peerTimeout bounds each peer's answer; maxPeerAnswer its size, as a
 // journal read of MaxLimit entries of the largest kept is bounded.
