@@ -4,8 +4,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/doppelproxy/doppel/internal/store/pgtest"
 )
 
 // TestDashboardShowsTheReplicas: the status page lists every replica of
@@ -14,16 +12,7 @@ import (
 func TestDashboardShowsTheReplicas(t *testing.T) {
 	t.Parallel()
 	exe := chromium(t)
-	url := pgtest.URL(t)
-	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
-		t.Fatal(r)
-	}
-	dir := t.TempDir()
-	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("zeta", "http://127.0.0.1:9", ""))
-	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
-	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
-		t.Fatal(r)
-	}
+	url, _ := publicFleet(t, "proxies:\n"+proxyYAML("zeta", "http://127.0.0.1:9", ""))
 	key := map[string]string{"DOPPEL_FLEET_KEY": strings.Repeat("0f1e2d3c", 5)}
 	first, admin, firstID, _ := fleetReplica(t, url, key)
 	second, _, secondID, _ := fleetReplica(t, url, key)

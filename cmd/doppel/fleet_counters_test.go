@@ -131,16 +131,7 @@ const countedDoc = `proxies:
 // (SPEC §18.1).
 func TestAFleetCountsAsOne(t *testing.T) {
 	t.Parallel()
-	url := pgtest.URL(t)
-	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
-		t.Fatal(r)
-	}
-	dir := t.TempDir()
-	cfg := serveConfig(t, dir, 0, 0, countedDoc)
-	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
-	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
-		t.Fatal(r)
-	}
+	url, _ := publicFleet(t, countedDoc)
 	u, _ := neturl.Parse(url)
 	db := newRelay(t, u.Host)
 	type replica struct {

@@ -359,20 +359,11 @@ func doppelB(b *testing.B, args ...string) result {
 // makes mocks of the exchanges every live replica forwarded.
 func TestARecordingReadsTheFleet(t *testing.T) {
 	t.Parallel()
-	url := pgtest.URL(t)
-	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
-		t.Fatal(r)
-	}
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"path": %q}`, r.URL.Path)
 	})
-	dir := t.TempDir()
-	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("api", up.URL, ""))
-	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
-	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
-		t.Fatal(r)
-	}
+	url, _ := publicFleet(t, "proxies:\n"+proxyYAML("api", up.URL, ""))
 	key := map[string]string{"DOPPEL_FLEET_KEY": strings.Repeat("0f1e2d3c", 5)}
 	var admins []string
 	for _, path := range []string{"/users/1", "/orders/2"} {

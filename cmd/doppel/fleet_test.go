@@ -64,6 +64,24 @@ func waitFleet(t *testing.T, admin string, live, lost int) fleetStatus {
 	}
 }
 
+// publicFleet is a fresh database, migrated, holding a document of body
+// whose admin API is public: what a fleet's replicas serve. It returns the
+// database's URL and the document's file.
+func publicFleet(t *testing.T, body string) (url, cfg string) {
+	t.Helper()
+	url = pgtest.URL(t)
+	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	dir := t.TempDir()
+	cfg = serveConfig(t, dir, 0, 0, body)
+	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
+	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
+		t.Fatal(r)
+	}
+	return url, cfg
+}
+
 func replicasOf(t *testing.T, admin string) []replicaRow {
 	t.Helper()
 	r := call(t, "GET", admin+"/api/v1/replicas", "")
@@ -81,16 +99,7 @@ func replicasOf(t *testing.T, admin string) []replicaRow {
 // §18.1). `doppel replicas` prints the table and the JSON.
 func TestReplicasRegister(t *testing.T) {
 	t.Parallel()
-	url := pgtest.URL(t)
-	if r := doppel(t, invocation{args: []string{"config", "migrate", "--database-url", url}}); r.code != 0 {
-		t.Fatal(r)
-	}
-	dir := t.TempDir()
-	cfg := serveConfig(t, dir, 0, 0, "proxies:\n"+proxyYAML("zeta", "http://127.0.0.1:9", ""))
-	cfg = writeFile(t, dir, "main.yaml", strings.Replace(readFile(t, cfg), "admin:\n", "admin:\n  public: true\n", 1))
-	if r := doppel(t, invocation{args: []string{"config", "push", "--config", cfg, "--database-url", url}}); r.code != 0 {
-		t.Fatal(r)
-	}
+	url, _ := publicFleet(t, "proxies:\n"+proxyYAML("zeta", "http://127.0.0.1:9", ""))
 	if r := doppel(t, invocation{args: []string{"serve", "--store", "postgres", "--database-url", url, "--advertise", "10.0.0.5:8081"}}); r.code != 2 || !strings.Contains(r.stderr, "not an admin URL peers can call") {
 		t.Fatalf("a bad --advertise: %s", r)
 	}
