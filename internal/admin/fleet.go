@@ -170,13 +170,13 @@ func (s *Server) askPeers(ctx context.Context, method, path string, query url.Va
 		switch {
 		case r.ID == self.ID:
 		case r.State != fleet.Live:
-			gone = append(gone, missing{ID: r.ID, URL: r.URL, State: r.State, Error: "no heartbeat for 10 s"})
+			gone = append(gone, missing{ID: clip(r.ID), URL: clip(r.URL), State: r.State, Error: "no heartbeat for 10 s"})
 		case s.fleetKey == nil:
-			gone = append(gone, missing{ID: r.ID, URL: r.URL, State: r.State, Error: "no fleet key"})
+			gone = append(gone, missing{ID: clip(r.ID), URL: clip(r.URL), State: r.State, Error: "no fleet key"})
 		case r.URL == "":
-			gone = append(gone, missing{ID: r.ID, URL: r.URL, State: r.State, Error: "it has no admin listener"})
+			gone = append(gone, missing{ID: clip(r.ID), URL: "", State: r.State, Error: "it has no admin listener"})
 		case fleet.CheckAdvertise(r.URL) != nil:
-			gone = append(gone, missing{ID: r.ID, URL: clip(r.URL), State: r.State, Error: "its registered URL is not one peers call"})
+			gone = append(gone, missing{ID: clip(r.ID), URL: clip(r.URL), State: r.State, Error: "its registered URL is not one peers call"})
 		default:
 			live = append(live, r)
 		}
@@ -253,8 +253,18 @@ func (s *Server) askPeer(ctx context.Context, r fleet.Replica, method, path stri
 		return nil, fmt.Errorf("no answer: %s", clip(fmt.Sprint(errors.Unwrap(err))))
 	}
 	defer res.Body.Close()
-	limit := min(int64(maxPeerAnswer), budget.Load())
+	// What this answer may take is taken from the budget before it is
+	// read, and what it did not take is given back.
+	var limit int64
+	for {
+		left := budget.Load()
+		limit = min(int64(maxPeerAnswer), left)
+		if budget.CompareAndSwap(left, left-limit) {
+			break
+		}
+	}
 	got, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	budget.Add(limit - min(int64(len(got)), limit))
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("its answer broke off: %s", clip(err.Error()))
@@ -270,7 +280,6 @@ func (s *Server) askPeer(ctx context.Context, r fleet.Replica, method, path stri
 	if err := s.fleetKey.CheckAnswer(req, res, got); err != nil {
 		return nil, err
 	}
-	budget.Add(-int64(len(got)))
 	return got, nil
 }
 
