@@ -383,6 +383,10 @@ func TestARecordingReadsTheFleet(t *testing.T) {
 	if err := json.Unmarshal(r.body, &preview); err != nil || r.status != 200 || len(preview.Mocks) != 2 || preview.Exchanges != 2 || len(preview.Replicas.Answered) != 2 {
 		t.Fatalf("a recording of the fleet: %d %s", r.status, r.body)
 	}
+	cli := doppel(t, invocation{args: []string{"mocks", "record", "--admin", admins[0], "--proxy", "api"}})
+	if cli.code != 0 || !strings.Contains(cli.stdout, "# 2 mocks recorded, from 2 exchanges\n# from the journals of 2 replicas: ") {
+		t.Fatalf("doppel mocks record: %s", cli)
+	}
 	r = call(t, "POST", admins[1]+"/api/v1/proxies/api/record", `{"local": true}`)
 	if err := json.Unmarshal(r.body, &preview); err != nil || r.status != 200 || len(preview.Mocks) != 1 || preview.Exchanges != 1 {
 		t.Fatalf("a recording of one replica: %d %s", r.status, r.body)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
@@ -74,6 +75,7 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 				Mocks     []json.RawMessage `json:"mocks"`
 				Exchanges int               `json:"exchanges"`
 				Message   string            `json:"message"`
+				Replicas  fleetAnswer       `json:"replicas"`
 				Proxy     *struct {
 					Mocks []json.RawMessage `json:"mocks"`
 				} `json:"proxy"`
@@ -117,6 +119,14 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 			}
 			if out.Message != "" {
 				head += "\n# " + out.Message
+			}
+			if out.Replicas.fleet() {
+				head += fmt.Sprintf("\n# from the journals of %d replicas: %s", len(out.Replicas.Answered), strings.Join(out.Replicas.Answered, ", "))
+				var missing strings.Builder
+				out.Replicas.say(&missing)
+				for l := range strings.Lines(missing.String()) {
+					head += "\n# " + strings.TrimSuffix(l, "\n")
+				}
 			}
 			return write(cmd, head+"\n"+string(y))
 		},
