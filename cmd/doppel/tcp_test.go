@@ -82,7 +82,11 @@ func dialReset(addr string, send []byte) error {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	if send != nil {
-		_, _ = c.Write(send)
+		// A reset that came before the write is said once, to the write:
+		// the read after it sees only the end.
+		if _, err := c.Write(send); errors.Is(err, syscall.ECONNRESET) {
+			return err
+		}
 	}
 	_, err = io.ReadAll(c)
 	return err
