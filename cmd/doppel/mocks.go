@@ -120,15 +120,13 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 			if out.Message != "" {
 				head += "\n# " + out.Message
 			}
+			var b strings.Builder
+			b.WriteString(head + "\n")
 			if out.Replicas.fleet() {
-				head += fmt.Sprintf("\n# from the journals of %d replicas: %s", len(out.Replicas.Answered), strings.Join(out.Replicas.Answered, ", "))
-				var missing strings.Builder
-				out.Replicas.say(&missing)
-				for l := range strings.Lines(missing.String()) {
-					head += "\n# " + strings.TrimSuffix(l, "\n")
-				}
+				fmt.Fprintf(&b, "# from the journals of %d replicas: %s\n", len(out.Replicas.Answered), strings.Join(out.Replicas.Answered, ", "))
+				out.Replicas.say(&b, "# ")
 			}
-			return write(cmd, head+"\n"+string(y))
+			return write(cmd, b.String()+string(y))
 		},
 	}
 	a.register(cmd)

@@ -195,7 +195,7 @@ func newRequestsListCmd() *cobra.Command {
 				fmt.Fprintln(tw, strings.Join(c, "\t"))
 			}
 			_ = tw.Flush()
-			list.Replicas.say(&b)
+			list.Replicas.say(&b, "")
 			if list.More > 0 {
 				fmt.Fprintf(&b, "(%d older requests matched too: --limit shows up to %d)\n", list.More, journal.MaxLimit)
 			}
@@ -437,7 +437,7 @@ which, and the matched requests follow).`,
 				if got.Replicas.fleet() {
 					fmt.Fprintf(&b, "(the journals of %d replicas: %s)\n", len(got.Replicas.Answered), strings.Join(got.Replicas.Answered, ", "))
 				}
-				got.Replicas.say(&b)
+				got.Replicas.say(&b, "")
 				if err := write(cmd, b.String()); err != nil {
 					return err
 				}
@@ -502,9 +502,9 @@ type fleetAnswer struct {
 // fleet reports whether the answer is of more than one replica.
 func (f fleetAnswer) fleet() bool { return len(f.Answered) > 1 || len(f.Missing) > 0 }
 
-// say writes a line for each replica missing.
-func (f fleetAnswer) say(b *strings.Builder) {
+// say writes a line for each replica missing, after prefix.
+func (f fleetAnswer) say(b *strings.Builder, prefix string) {
 	for _, m := range f.Missing {
-		fmt.Fprintf(b, "(replica %s at %s is missing, %s: %s)\n", m.ID, cmpDash(m.URL), m.State, m.Error)
+		fmt.Fprintf(b, "%s(replica %s at %s is missing, %s: %s)\n", prefix, m.ID, cmpDash(m.URL), m.State, m.Error)
 	}
 }

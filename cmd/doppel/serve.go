@@ -139,6 +139,13 @@ func (f *serveFlags) resolve(cmd *cobra.Command, kind store.Kind) error {
 			}
 		}
 	}
+	return f.resolveFleet(cmd)
+}
+
+// resolveFleet applies the environment to the flags of a replica of a
+// fleet (docs/fleet.md) and checks them: the advertised URL, the counters'
+// timeout and the fleet key.
+func (f *serveFlags) resolveFleet(cmd *cobra.Command) error {
 	if !cmd.Flags().Changed("advertise") {
 		f.advertise = strings.TrimSpace(os.Getenv(envAdvertise))
 	}

@@ -137,6 +137,45 @@ type missing struct {
 	URL   string `json:"url"`
 	State string `json:"state"`
 	Error string `json:"error"`
+	cause error  // what Error says, for the caller to tell kinds apart
+}
+
+// missingOf is r missing for why, what a row or a peer said clipped.
+func missingOf(r fleet.Replica, why error) missing {
+	return missing{ID: clip(r.ID), URL: clip(r.URL), State: r.State, Error: why.Error(), cause: why}
+}
+
+// said is each replica missing with why, for a message.
+func said(ms []missing) string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.ID + " (" + m.Error + ")"
+	}
+	return strings.Join(names, ", ")
+}
+
+// writeUnavailable answers REPLICA_UNAVAILABLE with what the fleet said.
+func writeUnavailable(w http.ResponseWriter, message string, fleet replicasAnswer) {
+	b, _ := json.Marshal(struct {
+		apierr.Envelope
+		Replicas replicasAnswer `json:"replicas"`
+	}{apierr.Envelope{Status: "error", Code: apierr.ReplicaUnavailable, Message: message}, fleet})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(apierr.ReplicaUnavailable.Status())
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// refused is a peer's error answer.
+type refused struct {
+	status        int
+	code, message string
+}
+
+func (e *refused) Error() string {
+	if e.code == "" {
+		return "it answered " + clip(e.message)
+	}
+	return fmt.Sprintf("it answered %d %s: %s", e.status, clip(e.code), clip(e.message))
 }
 
 // replicasAnswer is what an answer says of the fleet: who answered, who
@@ -170,13 +209,13 @@ func (s *Server) askPeers(ctx context.Context, method, path string, query url.Va
 		switch {
 		case r.ID == self.ID:
 		case r.State != fleet.Live:
-			gone = append(gone, missing{ID: clip(r.ID), URL: clip(r.URL), State: r.State, Error: "no heartbeat for 10 s"})
+			gone = append(gone, missingOf(r, errors.New("no heartbeat for 10 s")))
 		case s.fleetKey == nil:
-			gone = append(gone, missing{ID: clip(r.ID), URL: clip(r.URL), State: r.State, Error: "no fleet key"})
+			gone = append(gone, missingOf(r, errors.New("no fleet key")))
 		case r.URL == "":
-			gone = append(gone, missing{ID: clip(r.ID), URL: "", State: r.State, Error: "it has no admin listener"})
+			gone = append(gone, missingOf(r, errors.New("it has no admin listener")))
 		case fleet.CheckAdvertise(r.URL) != nil:
-			gone = append(gone, missing{ID: clip(r.ID), URL: clip(r.URL), State: r.State, Error: "its registered URL is not one peers call"})
+			gone = append(gone, missingOf(r, errors.New("its registered URL is not one peers call")))
 		default:
 			live = append(live, r)
 		}
@@ -202,7 +241,7 @@ func (s *Server) askPeers(ctx context.Context, method, path string, query url.Va
 	var out []peerAnswer
 	for _, a := range answers {
 		if a.err != nil {
-			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: a.err.Error()})
+			gone = append(gone, missingOf(a.replica, a.err))
 			continue
 		}
 		out = append(out, a)
@@ -273,9 +312,9 @@ func (s *Server) askPeer(ctx context.Context, r fleet.Replica, method, path stri
 	case res.StatusCode != want:
 		var env apierr.Envelope
 		if json.Unmarshal(got, &env) == nil && env.Code != "" {
-			return nil, fmt.Errorf("it answered %d %s: %s", res.StatusCode, clip(string(env.Code)), clip(env.Message))
+			return nil, &refused{status: res.StatusCode, code: string(env.Code), message: env.Message}
 		}
-		return nil, fmt.Errorf("it answered %s", clip(res.Status))
+		return nil, &refused{status: res.StatusCode, message: res.Status}
 	}
 	if err := s.fleetKey.CheckAnswer(req, res, got); err != nil {
 		return nil, err
@@ -329,6 +368,33 @@ func peerEntry(raw json.RawMessage, replica string) (merged, error) {
 	return merged{e.Time, e.ID, withReplica(b, replica)}, nil
 }
 
+// peerEntries are a peer's entries as peerEntry makes them.
+func peerEntries(raws []json.RawMessage, replica string) ([]merged, error) {
+	out := make([]merged, 0, len(raws))
+	for _, raw := range raws {
+		m, err := peerEntry(raw, replica)
+		if err != nil {
+			return nil, errors.New("its answer holds an entry that is not one")
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// localEntry is an entry of this replica's journal, with its id.
+func localEntry(e *journal.Entry, self string) merged {
+	raw, _ := json.Marshal(e)
+	return merged{e.Time, e.ID, withReplica(raw, self)}
+}
+
+// byTime orders merged entries oldest first, ties by id.
+func byTime(a, b merged) int {
+	if c := a.time.Compare(b.time); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
 // withReplica is an entry's JSON with "replica" first.
 func withReplica(raw []byte, replica string) []byte {
 	id, _ := json.Marshal(replica)
@@ -361,11 +427,8 @@ func (s *Server) gatherFleet(r *http.Request, q url.Values, f *journal.Filter, v
 	}
 	out := &fleetPage{dropped: s.journal.Dropped(), more: page.More, answered: []string{self}}
 	_ = page.Each(func(e *journal.Entry) error {
-		raw, err := json.Marshal(e)
-		if err == nil {
-			out.all = append(out.all, merged{e.Time, e.ID, withReplica(raw, self)})
-		}
-		return err
+		out.all = append(out.all, localEntry(e, self))
+		return nil
 	})
 	// Each peer's newest limit of the same filters: the newest limit of
 	// the merge are among them. A since of a time is each peer's too; one
@@ -393,21 +456,12 @@ func (s *Server) gatherFleet(r *http.Request, q url.Values, f *journal.Filter, v
 			More     int               `json:"more"`
 		}
 		if err := json.Unmarshal(a.body, &part); err != nil || len(part.Requests) > journal.MaxLimit {
-			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer is not a list of requests"})
+			gone = append(gone, missingOf(a.replica, errors.New("its answer is not a list of requests")))
 			continue
 		}
-		entries := make([]merged, 0, len(part.Requests))
-		bad := false
-		for _, raw := range part.Requests {
-			m, err := peerEntry(raw, a.replica.ID)
-			if err != nil {
-				bad = true
-				break
-			}
-			entries = append(entries, m)
-		}
-		if bad {
-			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer holds an entry that is not one"})
+		entries, err := peerEntries(part.Requests, a.replica.ID)
+		if err != nil {
+			gone = append(gone, missingOf(a.replica, err))
 			continue
 		}
 		out.all = append(out.all, entries...)
@@ -415,12 +469,7 @@ func (s *Server) gatherFleet(r *http.Request, q url.Values, f *journal.Filter, v
 		out.more += part.More
 		out.answered = append(out.answered, a.replica.ID)
 	}
-	slices.SortStableFunc(out.all, func(a, b merged) int {
-		if c := a.time.Compare(b.time); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
+	slices.SortStableFunc(out.all, byTime)
 	if at, id := at, sinceID; id != "" {
 		// After the newest entry of that id: a retry reuses its id.
 		start := -1
@@ -506,8 +555,7 @@ func (s *Server) verifyFleet(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	var shown []merged
 	for _, e := range newest {
-		raw, _ := json.Marshal(e)
-		shown = append(shown, merged{e.Time, e.ID, withReplica(raw, self)})
+		shown = append(shown, localEntry(e, self))
 	}
 	_, caller := s.policy(r)
 	answers, gone := s.askPeers(r.Context(), "POST", "/api/v1/requests/verify", nil, body, caller, http.StatusOK)
@@ -518,20 +566,12 @@ func (s *Server) verifyFleet(w http.ResponseWriter, r *http.Request, body []byte
 			Shown  []json.RawMessage `json:"shown"`
 		}
 		if err := json.Unmarshal(a.body, &part); err != nil || len(part.Points) > maxFleetPoints || len(part.Shown) > journal.MaxRefuted {
-			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer is not a part of a verification"})
+			gone = append(gone, missingOf(a.replica, errors.New("its answer is not a part of a verification")))
 			continue
 		}
-		var entries []merged
-		for _, raw := range part.Shown {
-			m, err := peerEntry(raw, a.replica.ID)
-			if err != nil {
-				entries = nil
-				break
-			}
-			entries = append(entries, m)
-		}
-		if len(entries) != len(part.Shown) {
-			gone = append(gone, missing{ID: a.replica.ID, URL: a.replica.URL, State: a.replica.State, Error: "its answer holds an entry that is not one"})
+		entries, err := peerEntries(part.Shown, a.replica.ID)
+		if err != nil {
+			gone = append(gone, missingOf(a.replica, err))
 			continue
 		}
 		points = append(points, part.Points...)
@@ -543,7 +583,9 @@ func (s *Server) verifyFleet(w http.ResponseWriter, r *http.Request, body []byte
 		answered = append(answered, a.replica.ID)
 	}
 	for _, m := range gone {
-		if strings.Contains(m.Error, string(apierr.ConfigInvalid)) && strings.Contains(m.Error, "narrow match") {
+		// A peer's own part is over the bound: so is the fleet's.
+		var no *refused
+		if errors.As(m.cause, &no) && no.code == string(apierr.ConfigInvalid) {
 			apierr.Write(w, apierr.ConfigInvalid, tooManyMatched)
 			return
 		}
@@ -553,18 +595,7 @@ func (s *Server) verifyFleet(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	fleetAnswer := replicasAnswer{Answered: answered, Missing: gone}
 	if len(gone) > 0 && !v.Partial {
-		var names []string
-		for _, m := range gone {
-			names = append(names, m.ID+" ("+m.Error+")")
-		}
-		b, _ := json.Marshal(struct {
-			apierr.Envelope
-			Replicas replicasAnswer `json:"replicas"`
-		}{apierr.Envelope{Status: "error", Code: apierr.ReplicaUnavailable,
-			Message: fmt.Sprintf("the journals of %d replicas could not be read: %s; a verification of part of the fleet says `\"partial\": true`", len(gone), strings.Join(names, ", "))}, fleetAnswer})
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(apierr.ReplicaUnavailable.Status())
-		_, _ = w.Write(append(b, '\n'))
+		writeUnavailable(w, fmt.Sprintf("the journals of %d replicas could not be read: %s; a verification of part of the fleet says `\"partial\": true`", len(gone), said(gone)), fleetAnswer)
 		return
 	}
 	slices.SortStableFunc(points, func(a, b journal.Point) int {
@@ -573,12 +604,7 @@ func (s *Server) verifyFleet(w http.ResponseWriter, r *http.Request, body []byte
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	slices.SortStableFunc(shown, func(a, b merged) int {
-		if c := a.time.Compare(b.time); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
+	slices.SortStableFunc(shown, byTime)
 	writeVerdict(w, v, points, shown, fleetAnswer)
 }
 
@@ -597,23 +623,11 @@ func (s *Server) clearFleet(w http.ResponseWriter, r *http.Request, q url.Values
 	for _, a := range answers {
 		answered = append(answered, a.replica.ID)
 	}
-	var failed []string
-	for _, m := range gone {
-		if m.State != fleet.Lost {
-			failed = append(failed, m.ID+" ("+m.Error+")")
-		}
-	}
+	failed := slices.DeleteFunc(slices.Clone(gone), func(m missing) bool { return m.State == fleet.Lost })
 	if len(failed) == 0 {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	b, _ := json.Marshal(struct {
-		apierr.Envelope
-		Replicas replicasAnswer `json:"replicas"`
-	}{apierr.Envelope{Status: "error", Code: apierr.ReplicaUnavailable,
-		Message: fmt.Sprintf("cleared on %d replicas, not on %d: %s; clear again, or with `local=true` the replica asked alone", len(answered), len(failed), strings.Join(failed, ", "))},
-		replicasAnswer{Answered: answered, Missing: gone}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(apierr.ReplicaUnavailable.Status())
-	_, _ = w.Write(append(b, '\n'))
+	writeUnavailable(w, fmt.Sprintf("cleared on %d replicas, not on %d: %s; clear again, or with `local=true` the replica asked alone", len(answered), len(failed), said(failed)),
+		replicasAnswer{Answered: answered, Missing: gone})
 }

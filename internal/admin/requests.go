@@ -213,8 +213,7 @@ func (s *Server) verifyRequests(w http.ResponseWriter, r *http.Request) {
 	self := s.Fleet.Self().ID
 	shown := make([]merged, len(newest))
 	for i, e := range newest {
-		raw, _ := json.Marshal(e)
-		shown[i] = merged{e.Time, e.ID, withReplica(raw, self)}
+		shown[i] = localEntry(e, self)
 	}
 	writeVerdict(w, v, points, shown, replicasAnswer{Answered: []string{self}, Missing: []missing{}})
 }

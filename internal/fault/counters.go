@@ -89,7 +89,7 @@ func (b *Breaker) answered(now time.Time, err error) {
 // errSkipped is a count the breaker kept from asking.
 var errSkipped = errors.New("the fleet's counters did not answer a moment ago")
 
-// shared asks s for a count within the breaker's timeout, or not at all
+// count asks s for a count within the breaker's timeout, or not at all
 // while it is down.
 func (b *Breaker) count(ctx context.Context, s Shared, scope Scope, key string) (uint64, time.Time, error) {
 	now := time.Now()

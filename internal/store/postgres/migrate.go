@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,8 +74,9 @@ func mustHex(s string) []byte {
 
 // Migrations lists every migration this binary knows, in order: 1.1's,
 // then ours from migrations/NNNN_words.sql (described as sqlx describes a
-// file: the words with spaces).
-func Migrations() []Migration {
+// file: the words with spaces), their checksums computed once. The list
+// is shared: callers read it.
+var Migrations = sync.OnceValue(func() []Migration {
 	out := slices.Clone(released)
 	entries, _ := fs.ReadDir(migrationFS, "migrations")
 	for _, e := range entries {
@@ -86,7 +88,7 @@ func Migrations() []Migration {
 	}
 	slices.SortFunc(out, func(a, b Migration) int { return int(a.Version - b.Version) })
 	return out
-}
+})
 
 // applied is one row of the ledger.
 type applied struct {
@@ -455,21 +457,12 @@ func moveLegacy(ctx context.Context, conn *pgx.Conn) error {
 	}
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		start := time.Now()
-		var fkeys []string
 		rows, err := tx.Query(ctx, `SELECT conname FROM pg_constraint WHERE conrelid = 'templates'::regclass AND contype = 'f'`)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				rows.Close()
-				return err
-			}
-			fkeys = append(fkeys, name)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		fkeys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
 			return err
 		}
 		for _, name := range fkeys {
