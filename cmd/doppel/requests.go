@@ -215,7 +215,7 @@ func newRequestsListCmd() *cobra.Command {
 var columns = []struct {
 	name  string
 	width int
-}{{"TIME", 12}, {"ID", 36}, {"PROXY", 12}, {"MOCK", 12}, {"METHOD", 7}, {"PATH", 30}, {"STATUS", 6}, {"MS", 8}, {"FAULT", 0}}
+}{{"TIME", 12}, {"ID", 36}, {"PROXY", 12}, {"MOCK", 12}, {"METHOD", 7}, {"PATH", 30}, {"STATUS", 6}, {"MS", 8}, {"FAULT", 16}}
 
 func table(w io.Writer) *tabwriter.Writer {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -338,37 +338,60 @@ func newRequestsTailCmd() *cobra.Command {
 	return cmd
 }
 
-// follow prints a stream's events, one line each: an entry, or how many
-// were dropped because this client fell behind.
+// follow prints a stream's events, one line each: an entry, how many
+// were dropped because this client fell behind, or, of a fleet's stream
+// (its first event says which replicas it follows), the replicas missing.
 func follow(cmd *cobra.Command, body io.Reader, asJSON bool) error {
 	out := cmd.OutOrStdout()
-	if !asJSON {
-		_ = padded(out, columnNames())
-	}
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
 	event := ""
+	headed, fleet := asJSON, false
 	for sc.Scan() {
 		line := sc.Text()
+		if !headed && line != "" {
+			headed, fleet = true, line == "event: replicas"
+			names := columnNames()
+			if fleet {
+				names = append(names, "REPLICA")
+			}
+			if err := padded(out, names); err != nil {
+				return failed("writing the output: %v", err)
+			}
+		}
 		switch {
 		case strings.HasPrefix(line, "event: "):
 			event = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
 			data := strings.TrimPrefix(line, "data: ")
-			if asJSON || event == "dropped" {
-				if !asJSON {
-					data = "(this client fell behind: " + data + ")"
+			var text string
+			switch {
+			case asJSON:
+				text = data + "\n"
+			case event == "dropped":
+				text = "(this client fell behind: " + data + ")\n"
+			case event == "replicas":
+				var r fleetAnswer
+				if json.Unmarshal([]byte(data), &r) == nil {
+					var b strings.Builder
+					fmt.Fprintf(&b, "(following the journals of %d replicas: %s)\n", len(r.Answered), strings.Join(r.Answered, ", "))
+					r.say(&b, "")
+					text = b.String()
 				}
-				if _, err := fmt.Fprintln(out, data); err != nil {
-					return failed("writing the output: %v", err)
+			case event == "request":
+				var e fleetEntry
+				if json.Unmarshal([]byte(data), &e) == nil {
+					c := cells(&e.Entry)
+					if fleet {
+						c = append(c, e.Replica)
+					}
+					if err := padded(out, c); err != nil {
+						return failed("writing the output: %v", err)
+					}
 				}
-				continue
 			}
-			var e journal.Entry
-			if json.Unmarshal([]byte(data), &e) == nil {
-				if err := padded(out, cells(&e)); err != nil {
-					return failed("writing the output: %v", err)
-				}
+			if _, err := io.WriteString(out, text); err != nil {
+				return failed("writing the output: %v", err)
 			}
 		}
 	}

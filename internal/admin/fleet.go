@@ -43,7 +43,7 @@ type fleetCaller struct{}
 
 // fleetRoutes are the calls a peer may sign: the journal's reads and its
 // clearing, nothing that writes the configuration.
-var fleetRoutes = map[string]bool{"GET /api/v1/requests": true, "POST /api/v1/requests/verify": true, "DELETE /api/v1/requests": true}
+var fleetRoutes = map[string]bool{"GET /api/v1/requests": true, "GET /api/v1/requests/stream": true, "POST /api/v1/requests/verify": true, "DELETE /api/v1/requests": true}
 
 // verifyPeer checks a call that claims to be a peer's: one the fleet key
 // signed for this replica, once, to a route peers call. It returns the
@@ -196,34 +196,11 @@ type peerAnswer struct {
 // behalf of the caller, and returns what each answered (status want), and
 // the replicas that did not or could not be asked.
 func (s *Server) askPeers(ctx context.Context, method, path string, query url.Values, body []byte, caller Caller, want int) ([]peerAnswer, []missing) {
-	self := s.Fleet.Self()
-	listing, cancel := context.WithTimeout(ctx, fleetTimeout)
-	rs, err := s.Fleet.List(listing)
-	cancel()
-	if err != nil {
-		return nil, []missing{{ID: "*", State: "unknown", Error: "cannot read the registry of replicas: " + err.Error()}}
+	live, gone := s.livePeers(ctx)
+	if registryFailed(gone) {
+		return nil, gone
 	}
-	var gone []missing
-	var live []fleet.Replica
-	for _, r := range rs {
-		switch {
-		case r.ID == self.ID:
-		case r.State != fleet.Live:
-			gone = append(gone, missingOf(r, errors.New("no heartbeat for 10 s")))
-		case s.fleetKey == nil:
-			gone = append(gone, missingOf(r, errors.New("no fleet key")))
-		case r.URL == "":
-			gone = append(gone, missingOf(r, errors.New("it has no admin listener")))
-		case fleet.CheckAdvertise(r.URL) != nil:
-			gone = append(gone, missingOf(r, errors.New("its registered URL is not one peers call")))
-		default:
-			live = append(live, r)
-		}
-	}
-	var who fleet.Identity
-	if !caller.Anonymous {
-		who = fleet.Identity{Name: string(caller.Name), Group: string(caller.Group), Proof: s.fleetKey.Proof(string(caller.value))}
-	}
+	who := s.identity(caller)
 	answers := make([]peerAnswer, len(live))
 	var wg sync.WaitGroup
 	turns := make(chan struct{}, peersAtOnce)
@@ -247,6 +224,47 @@ func (s *Server) askPeers(ctx context.Context, method, path string, query url.Va
 		out = append(out, a)
 	}
 	return out, gone
+}
+
+// livePeers reads the registry: the peers to call, and the replicas that
+// cannot be (lost, without a URL peers call, or all of them when this
+// replica has no fleet key). When the registry cannot be read, gone is
+// the one replica "*" saying why.
+func (s *Server) livePeers(ctx context.Context) (live []fleet.Replica, gone []missing) {
+	self := s.Fleet.Self()
+	listing, cancel := context.WithTimeout(ctx, fleetTimeout)
+	rs, err := s.Fleet.List(listing)
+	cancel()
+	if err != nil {
+		return nil, []missing{{ID: "*", State: "unknown", Error: "cannot read the registry of replicas: " + err.Error()}}
+	}
+	for _, r := range rs {
+		switch {
+		case r.ID == self.ID:
+		case r.State != fleet.Live:
+			gone = append(gone, missingOf(r, errors.New("no heartbeat for 10 s")))
+		case s.fleetKey == nil:
+			gone = append(gone, missingOf(r, errors.New("no fleet key")))
+		case r.URL == "":
+			gone = append(gone, missingOf(r, errors.New("it has no admin listener")))
+		case fleet.CheckAdvertise(r.URL) != nil:
+			gone = append(gone, missingOf(r, errors.New("its registered URL is not one peers call")))
+		default:
+			live = append(live, r)
+		}
+	}
+	return live, gone
+}
+
+// registryFailed reports whether gone says the registry could not be read.
+func registryFailed(gone []missing) bool { return len(gone) == 1 && gone[0].ID == "*" }
+
+// identity is what a fleet call says of caller.
+func (s *Server) identity(caller Caller) fleet.Identity {
+	if caller.Anonymous {
+		return fleet.Identity{}
+	}
+	return fleet.Identity{Name: string(caller.Name), Group: string(caller.Group), Proof: s.fleetKey.Proof(string(caller.value))}
 }
 
 // peerClient calls peers; never through an environment's proxy, which
@@ -348,9 +366,11 @@ func localParam(q url.Values) (bool, error) {
 
 // merged is one entry of a fleet-wide list, as JSON with its replica.
 type merged struct {
-	time time.Time
-	id   string
-	raw  []byte
+	time    time.Time
+	id      string
+	raw     []byte
+	replica string // a stream's: whose entry
+	seq     uint64 // a stream's: its order in that replica's journal
 }
 
 // peerEntry is a peer's entry as this replica writes it: decoded and
@@ -365,7 +385,7 @@ func peerEntry(raw json.RawMessage, replica string) (merged, error) {
 	if err != nil {
 		return merged{}, err
 	}
-	return merged{e.Time, e.ID, withReplica(b, replica)}, nil
+	return merged{time: e.Time, id: e.ID, raw: withReplica(b, replica)}, nil
 }
 
 // peerEntries are a peer's entries as peerEntry makes them.
@@ -384,7 +404,7 @@ func peerEntries(raws []json.RawMessage, replica string) ([]merged, error) {
 // localEntry is an entry of this replica's journal, with its id.
 func localEntry(e *journal.Entry, self string) merged {
 	raw, _ := json.Marshal(e)
-	return merged{e.Time, e.ID, withReplica(raw, self)}
+	return merged{time: e.Time, id: e.ID, raw: withReplica(raw, self)}
 }
 
 // byTime orders merged entries oldest first, ties by id.
@@ -470,25 +490,11 @@ func (s *Server) gatherFleet(r *http.Request, q url.Values, f *journal.Filter, v
 		out.answered = append(out.answered, a.replica.ID)
 	}
 	slices.SortStableFunc(out.all, byTime)
-	if at, id := at, sinceID; id != "" {
-		// After the newest entry of that id: a retry reuses its id.
-		start := -1
-		for j := len(out.all) - 1; j >= 0 && start < 0; j-- {
-			if out.all[j].id == id {
-				start = j + 1
-			}
-		}
-		if start < 0 {
-			return nil, &journal.ParamError{Param: "since", Reason: fmt.Sprintf("%q is neither an RFC 3339 time nor the id of an entry any replica keeps", id)}
-		}
-		out.all = out.all[start:]
-	} else if !at.IsZero() {
-		out.all = slices.DeleteFunc(out.all, func(m merged) bool { return !m.time.After(at) })
+	var more int
+	if out.all, more, err = pickMerged(out.all, at, sinceID, f.Limit()); err != nil {
+		return nil, err
 	}
-	if limit := f.Limit(); len(out.all) > limit {
-		out.more += len(out.all) - limit
-		out.all = out.all[len(out.all)-limit:]
-	}
+	out.more += more
 	if gone == nil {
 		gone = []missing{}
 	}

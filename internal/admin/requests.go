@@ -49,13 +49,8 @@ func filterFailed(w http.ResponseWriter, err error) {
 	apierr.Write(w, apierr.ConfigInvalid, err.Error())
 }
 
-// readQuery is what a read of the journal may see and the filter its
-// query asks for; false when the answer was written (refused).
-func (s *Server) readQuery(w http.ResponseWriter, r *http.Request) (func(string) bool, *journal.Filter, bool) {
-	return s.readQueryOf(w, r, r.URL.Query())
-}
-
-// readQueryOf is readQuery of the parameters q.
+// readQueryOf is what a read of the journal may see and the filter its
+// query q asks for; false when the answer was written (refused).
 func (s *Server) readQueryOf(w http.ResponseWriter, r *http.Request, q url.Values) (func(string) bool, *journal.Filter, bool) {
 	visible, ok := s.readsOf(w, r, ActRead)
 	if !ok {

@@ -95,8 +95,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
+		r = withoutTrailingSlash(r)
+		if r.URL.Path == "/api/v1/requests/stream" {
+			s.handler.ServeHTTP(newFramedAnswer(w, r, s.fleetKey), r)
+			return
+		}
 		answer := &signedAnswer{header: http.Header{}}
-		s.handler.ServeHTTP(answer, withoutTrailingSlash(r))
+		s.handler.ServeHTTP(answer, r)
 		answer.send(w, r, s.fleetKey)
 		return
 	}

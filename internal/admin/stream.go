@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/fleet"
 	"github.com/doppelproxy/doppel/internal/journal"
 )
 
@@ -89,7 +90,13 @@ func streamCaller(c Caller, r *http.Request) string {
 }
 
 func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
-	visible, f, ok := s.readQuery(w, r)
+	q := r.URL.Query()
+	local, err := localParam(q)
+	if err != nil {
+		filterFailed(w, err)
+		return
+	}
+	visible, f, ok := s.readQueryOf(w, r, q)
 	if !ok {
 		return
 	}
@@ -100,6 +107,11 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
+	if s.fleetWide(r, local) {
+		s.streamFleet(w, r, q, f, visible)
+		return
+	}
+	_, fromPeer := r.Context().Value(fleetCaller{}).(fleet.Identity)
 	// Subscribed before the kept entries are read: an entry recorded
 	// meanwhile is in one or the other, and seq tells which were sent.
 	sub := s.journal.Subscribe(func(e *journal.Entry) bool { return visible(e.Proxy) && f.Matches(e) })
@@ -108,7 +120,12 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 	resumed := true
 	if id := r.Header.Get("Last-Event-ID"); id != "" || f.Replays() {
 		kept := s.journal.Entries()
-		resumed = f.Resume(id, kept, visible)
+		if seq, err := strconv.ParseUint(id, 10, 64); fromPeer && err == nil {
+			// A fleet's stream resumes a peer at its position.
+			resumed = f.ResumeAt(seq, sub.Start(), kept)
+		} else {
+			resumed = f.Resume(id, kept, visible)
+		}
 		if f.Replays() {
 			var err error
 			if replay, err = f.Select(kept, visible); err != nil {
@@ -140,6 +157,13 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 		}
 		st.sent[e.Seq()] = struct{}{}
 	}
+	if fromPeer {
+		// What the follower begins from once the replay is sent.
+		st.out = fmt.Appendf(st.out[:0], "event: position\ndata: {\"seq\":%d,\"resumed\":%t}\n\n", sub.Start(), resumed)
+		if _, err := w.Write(st.out); err != nil {
+			return
+		}
+	}
 	if rc.Flush() != nil {
 		return
 	}
@@ -155,6 +179,7 @@ type stream struct {
 	sent  map[uint64]struct{} // replayed already, not to be written again
 	buf   []*journal.Event
 	out   []byte
+	fleet *fleetStream // a fleet's stream: ids are its cursor, entries say their replica
 }
 
 // follow writes what the subscriber reads, flushing after each round,
@@ -191,12 +216,21 @@ func (st *stream) round() error {
 		for more && len(st.out) < streamKeep {
 			evs, dropped := st.sub.Read(st.buf)
 			if dropped > 0 {
-				st.out = fmt.Appendf(st.out, "event: dropped\ndata: {\"dropped\":%d}\n\n", dropped)
+				if st.fleet != nil {
+					st.out = appendDropped(st.out, st.fleet.self, dropped)
+				} else {
+					st.out = fmt.Appendf(st.out, "event: dropped\ndata: {\"dropped\":%d}\n\n", dropped)
+				}
 			}
 			for _, ev := range evs {
 				if _, ok := st.sent[ev.Seq()]; ok {
 					delete(st.sent, ev.Seq())
 					continue // replayed already
+				}
+				if st.fleet != nil {
+					st.fleet.cur.set(st.fleet.self, ev.Seq())
+					st.out = st.fleet.appendEntry(st.out, st.fleet.self, withReplica(ev.JSON(), st.fleet.self))
+					continue
 				}
 				st.out = appendEvent(st.out, ev.Seq(), ev.JSON())
 			}

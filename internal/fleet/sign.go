@@ -119,6 +119,25 @@ func (k Key) SignAnswer(nonce string, status int, body []byte) string {
 	return k.lines("answer", nonce, strconv.Itoa(status), hex.EncodeToString(digest[:]))
 }
 
+// SignFrame is the signature of one frame of a peer's streamed answer to
+// the call of that nonce: its status, the frame's place in the answer
+// (0 first) and its bytes. A stream cannot be signed whole, so each frame
+// is, and its place makes a frame dropped, repeated or moved one that
+// does not hold.
+func (k Key) SignFrame(nonce string, status int, index uint64, frame []byte) string {
+	digest := sha256.Sum256(frame)
+	return k.lines("frame", nonce, strconv.Itoa(status), strconv.FormatUint(index, 10), hex.EncodeToString(digest[:]))
+}
+
+// CheckFrame checks the frame at index of the answer of status to the
+// call req, signed sig.
+func (k Key) CheckFrame(req *http.Request, status int, index uint64, frame []byte, sig string) error {
+	if !hmac.Equal([]byte(sig), []byte(k.SignFrame(req.Header.Get(HeaderNonce), status, index, frame))) {
+		return ErrAnswerNotSigned
+	}
+	return nil
+}
+
 // ErrAnswerNotSigned is an answer the fleet key did not sign.
 var ErrAnswerNotSigned = errors.New("its answer is not signed with the fleet key")
 

@@ -28,6 +28,7 @@ type Filter struct {
 	since     string    // an entry's id, when sinceTime is zero
 	sinceTime time.Time // exclusive
 	afterSeq  uint64    // a stream resumed after the entry of this order (Resume)
+	resumed   bool      // afterSeq was set, 0 included (ResumeAt)
 	limit     int       // 0: not given
 }
 
@@ -106,7 +107,7 @@ func ParseFilter(q url.Values) (*Filter, error) {
 // Replays reports whether a stream under this filter begins with kept
 // entries (since or limit given) rather than only new ones.
 func (f *Filter) Replays() bool {
-	return f.since != "" || !f.sinceTime.IsZero() || f.limit != 0 || f.afterSeq != 0
+	return f.since != "" || !f.sinceTime.IsZero() || f.limit != 0 || f.afterSeq != 0 || f.resumed
 }
 
 // Resume makes a stream without since begin after the event of that id
@@ -123,6 +124,29 @@ func (f *Filter) Resume(id string, entries []*Entry, visible func(proxy string) 
 	}
 	f.afterSeq = seq
 	return true
+}
+
+// ResumeAt makes a stream begin after the position seq, as a fleet's
+// stream names each replica's (a Subscriber's Start, or an entry's Seq):
+// the entries recorded after it. It reports false when some of them are
+// no longer kept (the oldest kept is newer than the one after seq), or
+// when seq is past newest, the order of the newest recorded (then the
+// stream carries only new entries).
+func (f *Filter) ResumeAt(seq, newest uint64, entries []*Entry) (known bool) {
+	if seq > newest {
+		return false
+	}
+	f.afterSeq, f.resumed = seq, true
+	return len(entries) == 0 || entries[0].seq <= seq+1
+}
+
+// After is f selecting the entries recorded after t, all of them up to
+// MaxLimit, without since: what a fleet's stream replays of a replica it
+// has no position of.
+func (f *Filter) After(t time.Time) *Filter {
+	g := *f
+	g.since, g.sinceTime, g.limit = "", t, MaxLimit
+	return &g
 }
 
 // Matches reports whether an entry the journal made passes the filter's

@@ -128,8 +128,13 @@ type Subscriber struct {
 	f     *feed // nil: no journal, nothing ever comes
 	ready chan struct{}
 	next  uint64 // the order of the next entry to read
+	start uint64 // the order of the newest entry recorded before it subscribed
 	wants func(*Entry) bool
 }
+
+// Start is the order of the newest entry recorded before s subscribed:
+// s reads those recorded after it (0: none before).
+func (s *Subscriber) Start() uint64 { return s.start }
 
 // Subscribe starts a subscriber to the new entries wants says yes to
 // (every one when nil); Unsubscribe must follow. wants runs in the
@@ -153,7 +158,8 @@ func (j *Journal) Subscribe(wants func(*Entry) bool) *Subscriber {
 	s.f = f
 	next := append(slices.Clone(*f.subs.Load()), s)
 	f.subs.Store(&next)
-	s.next = j.seq.Load() + 1
+	s.start = j.seq.Load()
+	s.next = s.start + 1
 	return s
 }
 
