@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,8 +48,16 @@ func TestDashboardShowsTheReplicas(t *testing.T) {
 	if len(cells) != 2 || cells[0] != secondID || cells[1] != secondID {
 		t.Fatalf("the replica column: %q, want %s twice", cells, secondID)
 	}
+	// Live: a request another replica serves arrives through the
+	// stream, and the note says whose journals it follows.
+	b.wait("the stream's replicas", "document.getElementById('fleet-note').innerText.includes('Following the journals of 2 replicas.')")
+	call(t, "GET", secondProxy+"/live", "")
+	b.wait("the live request", "document.querySelectorAll('#requests-body tr').length === 3")
+	if cells := eval[[]string](b, "[...document.querySelectorAll('#requests-body td.replica')].map((td) => td.title)"); !slices.Equal(cells, []string{secondID, secondID, secondID}) {
+		t.Fatalf("with a request live, the replica column: %q", cells)
+	}
 	note := eval[string](b, "document.getElementById('fleet-note').innerText")
-	if !strings.Contains(note, "The journals of 2 replicas.") || !strings.Contains(note, "Missing: "+thirdID+" (lost)") {
+	if !strings.Contains(note, "Missing: "+thirdID+" (lost)") {
 		t.Fatalf("the fleet note: %q", note)
 	}
 	b.screenshot("requests-fleet")

@@ -312,16 +312,7 @@ export async function requestsPage(app, signal) {
     if (signal.aborted) {
       return;
     }
-    const r = list.replicas || { answered: [], missing: [] };
-    fleet = r.answered.length > 1 || r.missing.length > 0;
-    replicaHead.hidden = !fleet;
-    fleetNote.hidden = !fleet;
-    if (fleet) {
-      fleetNote.replaceChildren(
-        el('strong', { text: 'The journals of ' + r.answered.length + (r.answered.length === 1 ? ' replica' : ' replicas') + '.' }),
-        ' Requests that arrive from now on are this replica\'s.',
-        r.missing.length ? el('ul', {}, r.missing.map((m) => el('li', { class: 'missing-replica', text: 'Missing: ' + m.id + ' (' + m.state + '): ' + m.error }))) : '');
-    }
+    sayFleet(list.replicas, 'The journals of ');
     if (!listed) {
       for (const e of list.requests) {
         remember(e);
@@ -334,8 +325,30 @@ export async function requestsPage(app, signal) {
       }
     }
   };
+  // sayFleet shows which replicas' journals the page holds (what the
+  // list says) and follows (what the stream says as replicas come and go).
+  const sayFleet = (r, lead) => {
+    r = r || { answered: [], missing: [] };
+    const wasFleet = fleet;
+    fleet = fleet || r.answered.length > 1 || r.missing.length > 0;
+    replicaHead.hidden = !fleet;
+    fleetNote.hidden = !fleet;
+    if (fleet) {
+      fleetNote.replaceChildren(
+        el('strong', { text: lead + r.answered.length + (r.answered.length === 1 ? ' replica' : ' replicas') + '.' }),
+        ' New requests of each come live.',
+        r.missing.length ? el('ul', {}, r.missing.map((m) => el('li', { class: 'missing-replica', text: 'Missing: ' + m.id + ' (' + m.state + '): ' + m.error }))) : '');
+    }
+    if (fleet && !wasFleet && listed) {
+      draw();
+    }
+  };
   const onEvent = (name, data) => {
     if (signal.aborted) {
+      return;
+    }
+    if (name === 'replicas') {
+      sayFleet(JSON.parse(data), 'Following the journals of ');
       return;
     }
     if (name === 'dropped') {
