@@ -124,6 +124,9 @@ type Filter struct {
 	// Limit keeps the newest that many (still oldest first): 1 to
 	// 10,000; 0 lets the list answer its default of 1,000.
 	Limit int
+	// Local reads the replica asked alone; by default, with the
+	// PostgreSQL store, a list and a stream read every live replica.
+	Local bool
 }
 
 // SinceTime is t as Filter.Since takes it.
@@ -139,6 +142,9 @@ func (f Filter) query() url.Values {
 	}
 	if f.Limit != 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Local {
+		q.Set("local", "true")
 	}
 	return q
 }
@@ -300,9 +306,10 @@ const maxEvent = 64 << 20
 // RequestStream is the journal's new entries as they are recorded. Close
 // it when done; it ends with its context too.
 type RequestStream struct {
-	body    io.ReadCloser
-	lines   *bufio.Scanner
-	dropped uint64
+	body     io.ReadCloser
+	lines    *bufio.Scanner
+	dropped  uint64
+	replicas ReplicasAnswered
 }
 
 // StreamRequests follows the journal: entries the filter selects, as they
@@ -357,6 +364,11 @@ func (s *RequestStream) Next() (Request, error) {
 				if json.Unmarshal([]byte(data), &d) == nil {
 					s.dropped += d.Dropped
 				}
+			case "replicas":
+				var r ReplicasAnswered
+				if json.Unmarshal([]byte(data), &r) == nil {
+					s.replicas = r
+				}
 			}
 			event, data = "", ""
 		case strings.HasPrefix(line, ":"): // a comment: keep-alive
@@ -379,6 +391,11 @@ func (s *RequestStream) Next() (Request, error) {
 // those recorded while more than 1,000 others waited to be read. They
 // are still in the journal while it keeps them (Requests).
 func (s *RequestStream) Dropped() uint64 { return s.dropped }
+
+// Replicas is what the stream last said of the fleet: the replicas it
+// follows (the one asked first) and those missing. With the file store,
+// or Filter.Local, it says nothing: the zero value.
+func (s *RequestStream) Replicas() ReplicasAnswered { return s.replicas }
 
 // Close ends the stream.
 func (s *RequestStream) Close() error { return s.body.Close() }

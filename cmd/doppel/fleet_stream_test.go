@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/doppelproxy/doppel/client"
 	"github.com/doppelproxy/doppel/internal/store/pgtest"
 )
 
@@ -297,6 +298,30 @@ func TestTheStreamFollowsTheFleet(t *testing.T) {
 	}
 	r.close()
 	pgtest.Exec(t, url, `DELETE FROM doppel_replicas WHERE id = 'forgedforgedforgedfor1'`)
+
+	// The Go client: every replica's entries, and which replicas.
+	api := sdk.New(a.admin)
+	cs, err := api.StreamRequests(context.Background(), sdk.Filter{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	hit(d, "/hit/sdk")
+	for {
+		e, err := cs.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Path == "/hit/sdk" {
+			if e.Replica != d.id || len(cs.Replicas().Answered) != 3 || cs.Replicas().Answered[0] != a.id {
+				t.Fatalf("through the Go client: %s of %s, the stream follows %+v", e.Path, e.Replica, cs.Replicas())
+			}
+			break
+		}
+	}
+	if l, err := api.Requests(context.Background(), sdk.Filter{Local: true}); err != nil || len(l.Replicas.Answered) != 1 || slices.ContainsFunc(l.Requests, func(r sdk.Request) bool { return r.Replica != a.id }) {
+		t.Fatalf("a local list through the Go client: %+v %v", l.Replicas, err)
+	}
 
 	// The command line: a replica column.
 	tail := startProc(t, invocation{args: []string{"requests", "tail", "--admin", a.admin}})

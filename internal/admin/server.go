@@ -275,7 +275,7 @@ func (s *Server) routeTable() []route {
 			codes: []apierr.Code{apierr.StoreError},
 		}},
 		{"GET", "/api/v1/requests", s.listRequests, api{operationID: "listRequests",
-			tag: tagJournal, summary: "The journal's requests", action: ActRead, query: filterQuery,
+			tag: tagJournal, summary: "The journal's requests", action: ActRead, query: append(slices.Clone(filterQuery), "local"),
 			about: "The requests the proxy listener handled, oldest first, of the proxies the caller may `read`; " +
 				"a caller who may read none is refused. `dropped` counts the entries the ring forgot since start to make room.",
 			ok:    []reply{{status: 200, means: "the entries that pass the filters", schema: "RequestList"}},
@@ -288,12 +288,15 @@ func (s *Server) routeTable() []route {
 			codes: []apierr.Code{apierr.ConfigInvalid, apierr.ReplicaUnavailable},
 		}},
 		{"GET", "/api/v1/requests/stream", s.streamRequests, api{operationID: "streamRequests",
-			tag: tagJournal, summary: "New requests as Server-Sent Events", action: ActRead, query: filterQuery,
+			tag: tagJournal, summary: "New requests as Server-Sent Events", action: ActRead, query: append(slices.Clone(filterQuery), "local"),
 			about: "Each new entry that passes the filters is an event `request` whose data is the entry and whose id is its place in the order of recording. " +
 				"With `since` or `limit` the stream begins with the kept entries they select, as the list would show them, then follows; " +
 				"a reconnecting EventSource's `Last-Event-ID` resumes after that entry when it is still kept. A subscriber never slows the proxy: " +
 				"one that leaves more than 1,000 entries unread loses the oldest, and is told by an event `dropped` with data `{\"dropped\": n}` before the entries that follow. " +
-				"At most 16 streams per caller and 256 in all.",
+				"At most 16 streams per caller and 256 in all. " +
+				"With the PostgreSQL store the stream follows every live replica unless `local=true`: its first event `replicas` says which it follows and which are missing " +
+				"(`{\"answered\": [ids], \"missing\": [...]}`, again whenever that changes), each entry says its `replica`, `dropped` says whose, " +
+				"and each id is a cursor of every replica's position (`<replica>:<n>,…,@<ms>`) that `Last-Event-ID` resumes on any replica.",
 			ok:    []reply{{status: 200, means: "the stream, until the client leaves", media: []string{"text/event-stream"}, schema: schemaText}},
 			codes: []apierr.Code{apierr.ConfigInvalid, apierr.TooManySubscribers},
 		}},
