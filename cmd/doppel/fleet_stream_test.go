@@ -269,11 +269,15 @@ func TestTheStreamFollowsTheFleet(t *testing.T) {
 	}
 
 	// since and limit: the newest of the merge first, then what comes.
+	hit(b, "/hit/10b")
+	if e := entryOf(t, s.next(&last, "request")); e.Path != "/hit/10b" {
+		t.Fatalf("the stream sent %s", e.Path)
+	}
 	r := openSSE(t, d.admin+"/api/v1/requests/stream?limit=2")
 	replicasOfEvent(t, r.next(nil, "replicas"))
 	first, second := entryOf(t, r.next(nil, "request")), entryOf(t, r.next(nil, "request"))
-	if first.Path != "/hit/9" || second.Path != "/hit/10" {
-		t.Fatalf("limit=2 replayed %s and %s", first.Path, second.Path)
+	if first.Path != "/hit/10" || first.Replica != d.id || second.Path != "/hit/10b" || second.Replica != b.id {
+		t.Fatalf("limit=2 replayed %+v and %+v", first, second)
 	}
 	hit(a, "/hit/11")
 	if e := entryOf(t, r.next(nil, "request")); e.Path != "/hit/11" {

@@ -457,10 +457,10 @@ type fleetStream struct {
 	ctx      context.Context
 }
 
-// peerQuery is what the follower of a replica asks: the filters, its
-// entries since the cursor's floor unless the cursor has its position,
-// and at most MaxLimit of them replayed.
-func (fs *fleetStream) peerQuery(id string, userSince time.Time) (url.Values, string) {
+// peerQuery is what the follower of a replica asks: the filters, at most
+// MaxLimit entries replayed, after the cursor's position of it when it
+// has one, else after since (all it keeps when since is zero).
+func (fs *fleetStream) peerQuery(id string, since time.Time) (url.Values, string) {
 	q := url.Values{}
 	for k, v := range fs.peerQ {
 		q[k] = v
@@ -470,10 +470,6 @@ func (fs *fleetStream) peerQuery(id string, userSince time.Time) (url.Values, st
 	if seq, ok := fs.cur.at[id]; ok {
 		return q, strconv.FormatUint(seq, 10)
 	}
-	since := fs.cur.floor
-	if !userSince.IsZero() {
-		since = userSince
-	}
 	if !since.IsZero() {
 		q.Set("since", since.UTC().Format(time.RFC3339Nano))
 	}
@@ -481,8 +477,10 @@ func (fs *fleetStream) peerQuery(id string, userSince time.Time) (url.Values, st
 }
 
 // follow starts following the live peers not followed yet, up to
-// maxFollowed; what a replica that cannot be followed lacks is in gone.
-func (fs *fleetStream) follow(live []fleet.Replica, gone []missing, userSince time.Time, replay bool) {
+// maxFollowed, each from its position or since (peerQuery); replay holds
+// what they send after it until the replays are written. Why a replica
+// cannot be followed is in gone.
+func (fs *fleetStream) follow(live []fleet.Replica, gone []missing, since time.Time, replay bool) {
 	now := map[string]bool{}
 	for _, m := range gone {
 		now[m.ID] = true
@@ -508,7 +506,7 @@ func (fs *fleetStream) follow(live []fleet.Replica, gone []missing, userSince ti
 			close(fl.live)
 		}
 		fs.followed[r.ID] = fl
-		q, lastID := fs.peerQuery(r.ID, userSince)
+		q, lastID := fs.peerQuery(r.ID, since)
 		go fs.s.followPeer(ctx, fl, q, lastID, who, fs.events)
 	}
 	// A replica gone from the registry (its row deleted) is no longer
@@ -604,7 +602,6 @@ func (s *Server) streamFleet(w http.ResponseWriter, r *http.Request, q url.Value
 	opened := time.Now()
 	sub := s.journal.Subscribe(func(e *journal.Entry) bool { return visible(e.Proxy) && f.Matches(e) })
 	defer s.journal.Unsubscribe(sub)
-	kept := s.journal.Entries()
 
 	// Where each replica begins: after what the query replays (since,
 	// limit: merged as the list merges), else after the cursor's
@@ -628,37 +625,51 @@ func (s *Server) streamFleet(w http.ResponseWriter, r *http.Request, q url.Value
 			fs.peerQ[k] = v
 		}
 	}
-	mine := f.Widened()
+	// This replica's replay: what the query selects, else what followed
+	// its position in the cursor, else what followed the cursor's time; a
+	// stream that resumes nothing replays nothing (what was recorded
+	// since it subscribed comes live).
+	var mine *journal.Filter
+	var kept []*journal.Entry
 	switch seq, ok := cur.at[self]; {
+	case replay && !userSince.IsZero():
+		mine = f.After(userSince)
 	case replay:
-	case ok:
 		mine = f.Widened()
+	case ok:
+		mine, kept = f.Widened(), s.journal.Entries()
 		if !mine.ResumeAt(seq, sub.Start(), kept) {
 			notice = ": some of this replica's entries after the last event are no longer kept\n\n" + notice
 		}
-	default:
+	case len(cur.order) > 0:
 		mine = f.After(cur.floor)
 	}
-	if replay && !userSince.IsZero() {
-		mine = f.After(userSince)
-	}
-	local, err := mine.Select(kept, visible)
-	if err != nil {
-		filterFailed(w, err)
-		return
-	}
 	var all []merged
-	for _, e := range local {
-		m := localEntry(e, self)
-		m.replica, m.seq = self, e.Seq()
-		all = append(all, m)
+	if mine != nil {
+		if kept == nil {
+			kept = s.journal.Entries()
+		}
+		local, err := mine.Select(kept, visible)
+		if err != nil {
+			filterFailed(w, err)
+			return
+		}
+		for _, e := range local {
+			m := localEntry(e, self)
+			m.replica, m.seq = self, e.Seq()
+			all = append(all, m)
+		}
 	}
 	starts := map[string]uint64{self: sub.Start()}
 
 	// The peers' replays, each within peerTimeout and the answers'
 	// budget; what they send after waits until the replays are written.
 	live, gone := s.livePeers(ctx)
-	fs.follow(live, gone, userSince, true)
+	since := cur.floor
+	if replay {
+		since = userSince // zero for a since of an id or a limit alone: their newest
+	}
+	fs.follow(live, gone, since, true)
 	budget := int64(maxFleetAnswers)
 	var dropped uint64
 	timer := time.NewTimer(peerTimeout)
@@ -806,7 +817,7 @@ func (fs *fleetStream) run(ctx context.Context) {
 			if registryFailed(gone) {
 				continue // the registry did not answer: keep following
 			}
-			fs.follow(live, gone, time.Time{}, false)
+			fs.follow(live, gone, fs.cur.floor, false)
 			_, err = st.w.Write(fs.sayReplicas(nil))
 		}
 		if err != nil || st.flush() != nil {
