@@ -164,19 +164,29 @@ func TestATCPProxyRelaysAndJournalsEachConnection(t *testing.T) {
 func TestTCPFaults(t *testing.T) {
 	t.Parallel()
 	up := tcpEcho(t)
-	t.Run("latency before the first byte", func(t *testing.T) {
+	t.Run("latency delays every chunk from its arrival", func(t *testing.T) {
 		t.Parallel()
-		_, listen, _ := tcpDoppel(t, up, "    latency: {percentage: 1, min: 0.3, max: 0.3}\n")
+		_, listen, _ := tcpDoppel(t, up, "    latency: {percentage: 1, min: 0.2, max: 0.2}\n")
 		c := tcpDial(t, listen)
-		began := time.Now()
-		echoBack(t, c, []byte("ping"))
-		if d := time.Since(began); d < 300*time.Millisecond {
-			t.Errorf("the first byte after %v", d)
+		for _, b := range []string{"ping", "again"} {
+			began := time.Now()
+			echoBack(t, c, []byte(b))
+			if d := time.Since(began); d < 200*time.Millisecond {
+				t.Errorf("%s came back after %v: every exchange is delayed", b, d)
+			}
 		}
-		began = time.Now()
-		echoBack(t, c, []byte("again"))
-		if d := time.Since(began); d > 200*time.Millisecond {
-			t.Errorf("the second exchange waited %v", d)
+		// A stream is delayed, not throttled: 1 MiB, 32 reads of the
+		// relay, comes back in about 200 ms and its transfer, not 200 ms
+		// a chunk (6.4 s).
+		big := bytes.Repeat([]byte("m"), 1<<20)
+		began := time.Now()
+		go func() { _, _ = c.Write(big) }()
+		got := make([]byte, len(big))
+		if _, err := io.ReadFull(c, got); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(began); d < 200*time.Millisecond || d > 2*time.Second {
+			t.Errorf("1 MiB through 200 ms of latency took %v", d)
 		}
 	})
 	t.Run("abort at request resets before relaying", func(t *testing.T) {

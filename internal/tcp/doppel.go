@@ -77,12 +77,13 @@ func (pl *Planner) Plan(client net.Addr) Plan {
 	}
 	var up, down []Entry
 	if l := pl.latency; l != nil && pl.fires("latency", rollLatency, float64(l.Percentage), r, now) {
-		lt := Latency{Initial: seconds(float64(l.Min)), InitialMax: seconds(float64(l.Max))}
+		lt := Latency{Base: seconds(float64(l.Min)), BaseMax: seconds(float64(l.Max))}
 		if l.Jitter != nil {
 			lt.Jitter = seconds(float64(*l.Jitter))
 		}
-		// The delay is the connection's, before its first byte from the
-		// upstream (what the client waits on); jitter on both ways.
+		// The delay is the connection's, on every chunk from the upstream
+		// (what the client waits on) from the moment it arrived; jitter on
+		// both ways.
 		down = append(down, Entry{Toxic: lt, Toxicity: 1})
 		if lt.Jitter > 0 {
 			up = append(up, Entry{Toxic: Latency{Jitter: lt.Jitter}, Toxicity: 1})

@@ -24,7 +24,7 @@ type Link struct {
 	reset    atomic.Bool // the cut was a reset
 
 	up, down atomic.Int64 // bytes relayed: client → upstream, upstream → client
-	waited   atomic.Int64 // nanoseconds latency held the bytes, both ways summed
+	waited   atomic.Int64 // nanoseconds: the longest latency held a chunk, each way, summed
 	fired    sync.Map     // toxic names that applied to this link
 
 	// plan, when planned, is the connection's own toxics for its life,
@@ -42,8 +42,8 @@ type Record struct {
 	// Toxics are the names of the toxics that applied (their toxicity
 	// rolled in), in no particular order.
 	Toxics []string
-	// Latency is how long the latency toxic held the bytes, the waits of
-	// both directions summed: what it injected, not what it was set to.
+	// Latency is the longest the latency toxic held a chunk, each
+	// direction's summed: what it injected, not what it was set to.
 	Latency time.Duration
 	// Cut says a fault cut the connection; Reset that it was a reset;
 	// Early that it was cut or held before anything was relayed (an
@@ -142,6 +142,9 @@ func (w *connWriter) Write(b []byte) error {
 	return err
 }
 
+// Release holds nothing.
+func (w *connWriter) Release() error { return nil }
+
 // Close passes the end of the source on: a FIN on this direction.
 func (w *connWriter) Close() error {
 	if cw, ok := w.c.(interface{ CloseWrite() error }); ok {
@@ -168,6 +171,10 @@ func (l *Link) pipe(dir Direction, src, dst net.Conn, count *atomic.Int64) error
 			s = l.proxy.toxics.Load()
 		}
 		if w == nil || s != set {
+			if w != nil {
+				// What the old chain holds goes first, in order.
+				_ = w.Release()
+			}
 			set = s
 			w = l.chain(s.of(dir), dst, count)
 		}

@@ -122,22 +122,57 @@ func TestBytesPassBothWaysAndAreCounted(t *testing.T) {
 	}
 }
 
-func TestLatencyComesBeforeTheFirstByteAndJitterOnEach(t *testing.T) {
-	_, addr, records := start(t, echo(t, nil), &Toxics{Down: []Entry{{Toxic: Latency{Initial: 300 * time.Millisecond}, Toxicity: 1}}})
+func TestLatencyDelaysEveryChunkNeverThrottles(t *testing.T) {
+	_, addr, records := start(t, echo(t, nil), &Toxics{Down: []Entry{{Toxic: Latency{Base: 300 * time.Millisecond}, Toxicity: 1}}})
 	c := dial(t, addr)
-	began := time.Now()
-	roundTrip(t, c, []byte("ping"))
-	if d := time.Since(began); d < 300*time.Millisecond {
-		t.Errorf("the first byte came after %v", d)
+	for _, b := range []string{"ping", "pong"} {
+		began := time.Now()
+		roundTrip(t, c, []byte(b))
+		if d := time.Since(began); d < 300*time.Millisecond {
+			t.Errorf("%s came back after %v", b, d)
+		}
 	}
-	began = time.Now()
-	roundTrip(t, c, []byte("pong"))
-	if d := time.Since(began); d > 200*time.Millisecond {
-		t.Errorf("a later chunk waited %v: the initial delay is once per connection", d)
+	// A stream is delayed, not throttled: 1 MiB is 32 reads of the relay
+	// at least, each held 300 ms from its arrival, their waits
+	// overlapping: about 300 ms and the transfer, not 300 ms a read.
+	big := bytes.Repeat([]byte("m"), 1<<20)
+	began := time.Now()
+	go func() { _, _ = c.Write(big) }()
+	got := make([]byte, len(big))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("the stream came back changed: %v", err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("1 MiB through 300 ms of latency took %v: its chunks waited one after another", d)
 	}
 	c.Close()
-	if recs := records(); len(recs) != 1 || !slices.Contains(recs[0].Toxics, "latency") {
+	if recs := records(); len(recs) != 1 || !slices.Contains(recs[0].Toxics, "latency") || recs[0].Latency < 300*time.Millisecond || recs[0].Latency > 2*time.Second {
 		t.Errorf("the record: %+v", recs)
+	}
+}
+
+// TestALatencyTakenOutSendsWhatItHolds: a latency toxic removed while it
+// holds chunks sends them at once, in order, before what follows.
+func TestALatencyTakenOutSendsWhatItHolds(t *testing.T) {
+	p, addr, _ := start(t, echo(t, nil), &Toxics{Down: []Entry{{Toxic: Latency{Base: 5 * time.Second}, Toxicity: 1}}})
+	c := dial(t, addr)
+	if _, err := c.Write([]byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	// The chunk is held once the echo sent it back: a byte more shows
+	// the relay read past it.
+	time.Sleep(100 * time.Millisecond)
+	p.SetToxics(nil)
+	if _, err := c.Write([]byte("+after")); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	got := make([]byte, len("held+after"))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "held+after" {
+		t.Fatalf("%q %v", got, err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("the held chunk came after %v", d)
 	}
 }
 
@@ -145,7 +180,7 @@ func TestAToxicAppliesToOpenConnections(t *testing.T) {
 	p, addr, _ := start(t, echo(t, nil), nil)
 	c := dial(t, addr)
 	roundTrip(t, c, []byte("before"))
-	p.SetToxics(&Toxics{Down: []Entry{{Toxic: Latency{Each: 250 * time.Millisecond}, Toxicity: 1}}})
+	p.SetToxics(&Toxics{Down: []Entry{{Toxic: Latency{Base: 250 * time.Millisecond}, Toxicity: 1}}})
 	began := time.Now()
 	roundTrip(t, c, []byte("after"))
 	if d := time.Since(began); d < 250*time.Millisecond {

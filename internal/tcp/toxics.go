@@ -3,6 +3,7 @@ package tcp
 import (
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,63 +26,180 @@ type writer interface {
 	// Close is called when the source side ended (EOF): the stage may
 	// delay or refuse passing it on.
 	Close() error
+	// Release is called when the chain is replaced (a toxic added or
+	// removed): the stage passes on at once what it holds, and is not
+	// used again; a stage whose toxic was removed may end the connection,
+	// as Toxiproxy's cleanup of that toxic does.
+	Release() error
 }
 
 // errCut ends a direction a toxic cut.
 var errCut = errors.New("the connection was cut by an injected fault")
 
-// Latency delays the bytes: Initial once, before the first byte passes
-// (a uniform draw up to InitialMax when that is more), then Jitter (a
-// uniform draw in [0, Jitter)) on every chunk; Each adds a fixed delay to
-// every chunk, as Toxiproxy's latency does, and Spread a uniform draw in
-// [-Spread, +Spread) around it (Toxiproxy's jitter), never below zero.
+// Latency delays every chunk by the same time from the moment it arrived,
+// as a slow link does: a stream is delayed, never throttled. The delay is
+// Base, or a uniform draw in [Base, BaseMax) when BaseMax is more, drawn
+// once per connection; each chunk adds Jitter (a uniform draw in
+// [0, Jitter)) and Spread (a uniform draw in [-Spread, +Spread),
+// Toxiproxy's jitter), never below zero. Chunks wait in order, at most
+// latencyQueue of them; past it, the relay stops reading until the
+// oldest has gone.
 type Latency struct {
-	Initial, InitialMax time.Duration
-	Each                time.Duration
-	Jitter              time.Duration
-	Spread              time.Duration
+	Base, BaseMax time.Duration
+	Jitter        time.Duration
+	Spread        time.Duration
 }
 
 func (Latency) Name() string { return "latency" }
 
 func (t Latency) Wrap(next writer, l *Link) writer {
-	if t.InitialMax > t.Initial {
-		t.Initial += time.Duration(rand.Int64N(int64(t.InitialMax - t.Initial)))
+	if t.BaseMax > t.Base {
+		t.Base += time.Duration(rand.Int64N(int64(t.BaseMax - t.Base)))
 	}
-	return &latencyWriter{t: t, next: next, l: l, first: true}
+	return &latencyWriter{t: t, next: next, l: l}
 }
 
+// latencyQueue bounds the chunks a direction's latency holds, as
+// Toxiproxy's latency buffers 1,024.
+const latencyQueue = 1024
+
+// latencyWriter holds each chunk until its time, in a goroutine of its
+// own, so that the relay reads on meanwhile.
 type latencyWriter struct {
-	t     Latency
-	next  writer
-	l     *Link
-	first bool
+	t       Latency
+	next    writer
+	l       *Link
+	queue   chan heldChunk
+	hurry   chan struct{} // closed by a release: what is held goes at once
+	ended   chan struct{} // closed when the goroutine returned
+	err     error         // the goroutine's, read after ended or by it
+	failed  atomic.Bool   // err is set
+	longest time.Duration // the longest a chunk was held (the goroutine's)
 }
 
-func (w *latencyWriter) Write(b []byte) error {
-	d := w.t.Each
-	if w.first {
-		d += w.t.Initial
-		w.first = false
-	}
+// heldChunk is a chunk and when it may go; a chunk without bytes ends the
+// writer: close passes the source's end on, else (a release) what is
+// queued goes at once.
+type heldChunk struct {
+	b       []byte
+	arrived time.Time
+	due     time.Time
+	end     bool
+	close   bool
+}
+
+func (w *latencyWriter) delay() time.Duration {
+	d := w.t.Base
 	if w.t.Jitter > 0 {
 		d += time.Duration(rand.Int64N(int64(w.t.Jitter)))
 	}
 	if w.t.Spread > 0 {
 		d += time.Duration(rand.Int64N(2*int64(w.t.Spread))) - w.t.Spread
 	}
-	if d > 0 {
-		began := time.Now()
-		done := w.l.sleep(d)
-		w.l.waited.Add(int64(time.Since(began)))
-		if !done {
-			return errCut
-		}
-	}
-	return w.next.Write(b)
+	return max(d, 0)
 }
 
-func (w *latencyWriter) Close() error { return w.next.Close() }
+func (w *latencyWriter) Write(b []byte) error {
+	if w.failed.Load() {
+		return w.err
+	}
+	if w.queue == nil {
+		w.queue, w.hurry, w.ended = make(chan heldChunk, latencyQueue), make(chan struct{}), make(chan struct{})
+		go w.run()
+	}
+	now := time.Now()
+	select {
+	case w.queue <- heldChunk{b: append([]byte(nil), b...), arrived: now, due: now.Add(w.delay())}:
+		return nil
+	case <-w.ended:
+		return w.err
+	case <-w.l.done:
+		return errCut
+	}
+}
+
+// run writes each chunk at its time, until an end, a failed write or
+// the link's end.
+func (w *latencyWriter) run() {
+	defer close(w.ended)
+	for {
+		var c heldChunk
+		select {
+		case c = <-w.queue:
+		case <-w.l.done:
+			w.fail(errCut)
+			return
+		}
+		if c.end {
+			if c.close && w.err == nil {
+				w.err = w.next.Close()
+			}
+			return
+		}
+		if w.err != nil {
+			continue // failed: what the relay still hands is dropped
+		}
+		if d := time.Until(c.due); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-w.hurry:
+			case <-w.l.done:
+				t.Stop()
+				w.fail(errCut)
+				return
+			}
+			t.Stop()
+		}
+		if held := time.Since(c.arrived); held > w.longest {
+			w.l.waited.Add(int64(held - w.longest))
+			w.longest = held
+		}
+		if err := w.next.Write(c.b); err != nil {
+			w.fail(err)
+		}
+	}
+}
+
+func (w *latencyWriter) fail(err error) {
+	if w.err == nil {
+		w.err = err
+		w.failed.Store(true)
+	}
+}
+
+// finish ends the goroutine: after what is queued, at its time, with the
+// source's end passed on (close), or at once (a release).
+func (w *latencyWriter) finish(close bool) error {
+	if w.queue == nil {
+		if close {
+			return w.next.Close()
+		}
+		return nil
+	}
+	select {
+	case w.queue <- heldChunk{end: true, close: close}:
+	case <-w.ended:
+	case <-w.l.done:
+		return errCut
+	}
+	<-w.ended
+	return w.err
+}
+
+func (w *latencyWriter) Close() error { return w.finish(true) }
+
+// Release sends what is held at once, as Toxiproxy's latency does when it
+// is taken out of the chain, then releases the rest of the chain.
+func (w *latencyWriter) Release() error {
+	if w.queue != nil {
+		close(w.hurry)
+	}
+	if err := w.finish(false); err != nil {
+		return err
+	}
+	return w.next.Release()
+}
 
 // Bandwidth paces the bytes to BytesPerSecond.
 type Bandwidth struct{ BytesPerSecond int64 }
@@ -96,8 +214,10 @@ type bandwidthWriter struct {
 	rate int64
 	next writer
 	l    *Link
-	// due is when what was written so far may have arrived at the rate.
-	due time.Time
+	// owed is how long what was written so far should have taken at the
+	// rate beyond the time already waited: a wait that overran is made
+	// up on the next (owed below zero), a pause of the source is not.
+	owed time.Duration
 }
 
 // bandwidthSlice bounds one paced write: a slow rate sends small pieces
@@ -107,13 +227,13 @@ const bandwidthSlice = 16 << 10
 func (w *bandwidthWriter) Write(b []byte) error {
 	for len(b) > 0 {
 		n := min(len(b), int(max(w.rate/10, 1)), bandwidthSlice)
-		now := time.Now()
-		if w.due.Before(now) {
-			w.due = now
-		}
-		w.due = w.due.Add(time.Duration(int64(n) * int64(time.Second) / w.rate))
-		if d := time.Until(w.due); d > 0 && !w.l.sleep(d) {
-			return errCut
+		w.owed += time.Duration(int64(n) * int64(time.Second) / w.rate)
+		if w.owed > 0 {
+			began := time.Now()
+			if !w.l.sleep(w.owed) {
+				return errCut
+			}
+			w.owed -= time.Since(began)
 		}
 		if err := w.next.Write(b[:n]); err != nil {
 			return err
@@ -123,7 +243,8 @@ func (w *bandwidthWriter) Write(b []byte) error {
 	return nil
 }
 
-func (w *bandwidthWriter) Close() error { return w.next.Close() }
+func (w *bandwidthWriter) Close() error   { return w.next.Close() }
+func (w *bandwidthWriter) Release() error { return w.next.Release() }
 
 // Slicer cuts the bytes into slices of about AverageSize (± SizeVariation)
 // with Delay between them, as a slow network splits segments.
@@ -160,7 +281,8 @@ func (w *slicerWriter) Write(b []byte) error {
 	return nil
 }
 
-func (w *slicerWriter) Close() error { return w.next.Close() }
+func (w *slicerWriter) Close() error   { return w.next.Close() }
+func (w *slicerWriter) Release() error { return w.next.Release() }
 
 // LimitData cuts the connection once Bytes have passed this way: a reset,
 // or a FIN with Close.
@@ -204,7 +326,8 @@ func (w *limitWriter) Write(b []byte) error {
 	return errCut
 }
 
-func (w *limitWriter) Close() error { return w.next.Close() }
+func (w *limitWriter) Close() error   { return w.next.Close() }
+func (w *limitWriter) Release() error { return w.next.Release() }
 
 // Timeout stops every byte this way; after After the connection is closed
 // (a FIN), and with After 0 it is held until the toxic goes or a side
@@ -221,13 +344,25 @@ func (t Timeout) Wrap(next writer, l *Link) writer {
 			}
 		})
 	}
-	return dropWriter{}
+	return &timeoutWriter{t: t, l: l}
 }
 
-type dropWriter struct{}
+// timeoutWriter drops what it is handed; taken out of the chain because
+// its toxic was removed, it closes the connection, as Toxiproxy's does.
+type timeoutWriter struct {
+	t Timeout
+	l *Link
+}
 
-func (dropWriter) Write([]byte) error { return nil }
-func (dropWriter) Close() error       { return nil }
+func (w *timeoutWriter) Write([]byte) error { return nil }
+func (w *timeoutWriter) Close() error       { return nil }
+
+func (w *timeoutWriter) Release() error {
+	if !w.l.holds(w.t) {
+		w.l.Cut(false)
+	}
+	return nil
+}
 
 // ResetPeer resets the connection (a TCP RST) After its start, or at once.
 // With OnData, as Toxiproxy's reset_peer, the time starts with the first
@@ -276,7 +411,8 @@ func (w *resetOnDataWriter) Write([]byte) error {
 	return nil
 }
 
-func (w *resetOnDataWriter) Close() error { return nil }
+func (w *resetOnDataWriter) Close() error   { return nil }
+func (w *resetOnDataWriter) Release() error { return nil }
 
 // SlowClose delays passing the source's close on by Delay.
 type SlowClose struct{ Delay time.Duration }
@@ -294,6 +430,7 @@ type slowCloseWriter struct {
 }
 
 func (w *slowCloseWriter) Write(b []byte) error { return w.next.Write(b) }
+func (w *slowCloseWriter) Release() error        { return w.next.Release() }
 
 func (w *slowCloseWriter) Close() error {
 	if !w.l.sleep(w.d) {

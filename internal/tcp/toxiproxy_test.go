@@ -8,7 +8,7 @@ import (
 
 // Toxiproxy's latency: every chunk waits Each, give or take Spread.
 func TestLatencySpreadIsAroundEach(t *testing.T) {
-	_, addr, _ := start(t, echo(t, nil), &Toxics{Down: []Entry{{Toxic: Latency{Each: 200 * time.Millisecond, Spread: 100 * time.Millisecond}, Toxicity: 1}}})
+	_, addr, _ := start(t, echo(t, nil), &Toxics{Down: []Entry{{Toxic: Latency{Base: 200 * time.Millisecond, Spread: 100 * time.Millisecond}, Toxicity: 1}}})
 	c := dial(t, addr)
 	var least, most time.Duration = time.Hour, 0
 	for range 6 {

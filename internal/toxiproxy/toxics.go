@@ -65,7 +65,7 @@ func (a *latency) check() error {
 	return checkMillis("jitter", a.Jitter)
 }
 
-func (a *latency) relay() tcp.Toxic { return tcp.Latency{Each: ms(a.Latency), Spread: ms(a.Jitter)} }
+func (a *latency) relay() tcp.Toxic { return tcp.Latency{Base: ms(a.Latency), Spread: ms(a.Jitter)} }
 
 // bandwidth: rate KB/s (1,000 bytes); 0 is no limit, as in Toxiproxy.
 type bandwidth struct {
