@@ -83,8 +83,13 @@ type Proxy struct {
 	// faults, rolled per connection); without it every connection gets
 	// the proxy's toxics in force (SetToxics), as Toxiproxy's do.
 	Decide func(client net.Addr) Plan
+	// CloseUnreachable closes the client's connection (a FIN) when the
+	// upstream cannot be reached, as Toxiproxy does; else it is reset, as
+	// a server that is down would refuse it.
+	CloseUnreachable bool
 
-	toxics atomicToxics
+	toxics  atomicToxics
+	changed atomic.Pointer[chan struct{}] // closed when the toxics change
 
 	mu    sync.Mutex
 	ln    net.Listener
@@ -93,7 +98,26 @@ type Proxy struct {
 }
 
 // SetToxics puts t in force, for open connections too.
-func (p *Proxy) SetToxics(t *Toxics) { p.toxics.Store(t) }
+func (p *Proxy) SetToxics(t *Toxics) {
+	p.toxics.Store(t)
+	c := make(chan struct{})
+	if old := p.changed.Swap(&c); old != nil {
+		close(*old)
+	}
+}
+
+// changes is closed at the next SetToxics.
+func (p *Proxy) changes() <-chan struct{} {
+	for {
+		if c := p.changed.Load(); c != nil {
+			return *c
+		}
+		c := make(chan struct{})
+		if p.changed.CompareAndSwap(nil, &c) {
+			return c
+		}
+	}
+}
 
 // Listen binds addr and relays what it accepts until Close. It returns
 // the bound address.
@@ -132,7 +156,8 @@ func (p *Proxy) accept(ln net.Listener) {
 }
 
 // serve dials the upstream for c and relays; an upstream that cannot be
-// reached resets the client's connection, and the record says why.
+// reached resets the client's connection (or closes it, CloseUnreachable),
+// and the record says why.
 func (p *Proxy) serve(c net.Conn) {
 	began := time.Now()
 	var plan *Plan
@@ -148,8 +173,12 @@ func (p *Proxy) serve(c net.Conn) {
 	up, err := (&net.Dialer{}).DialContext(ctx, "tcp", p.Upstream)
 	cancel()
 	if err != nil {
-		resetConn(c)
-		r := Record{Proxy: p.Name, Client: c.RemoteAddr().String(), Duration: time.Since(began), Reset: true,
+		if p.CloseUnreachable {
+			_ = c.Close()
+		} else {
+			resetConn(c)
+		}
+		r := Record{Proxy: p.Name, Client: c.RemoteAddr().String(), Duration: time.Since(began), Reset: !p.CloseUnreachable,
 			Err: fmt.Errorf("the upstream %s cannot be reached: %w", p.Upstream, err)}
 		if plan != nil {
 			r.Toxics = plan.Faults

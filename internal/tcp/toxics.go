@@ -344,20 +344,46 @@ func (t Timeout) Wrap(next writer, l *Link) writer {
 			}
 		})
 	}
-	return &timeoutWriter{t: t, l: l}
+	w := &timeoutWriter{t: t, l: l, released: make(chan struct{})}
+	if !l.planned {
+		go w.watch()
+	}
+	return w
 }
 
-// timeoutWriter drops what it is handed; taken out of the chain because
-// its toxic was removed, it closes the connection, as Toxiproxy's does.
+// timeoutWriter drops what it is handed. Its toxic removed, it closes the
+// connection at once, as Toxiproxy's does; its chain replaced otherwise,
+// it leaves that to the next.
 type timeoutWriter struct {
-	t Timeout
-	l *Link
+	t        Timeout
+	l        *Link
+	released chan struct{}
+}
+
+// watch closes the connection when the proxy's toxics no longer hold
+// the timeout, until the chain is replaced or the link ends.
+func (w *timeoutWriter) watch() {
+	for {
+		changed := w.l.proxy.changes()
+		if !w.l.holds(w.t) {
+			w.l.Cut(false)
+			return
+		}
+		select {
+		case <-changed:
+		case <-w.released:
+			return
+		case <-w.l.done:
+			return
+		}
+	}
 }
 
 func (w *timeoutWriter) Write([]byte) error { return nil }
 func (w *timeoutWriter) Close() error       { return nil }
 
 func (w *timeoutWriter) Release() error {
+	close(w.released)
 	if !w.l.holds(w.t) {
 		w.l.Cut(false)
 	}

@@ -1,7 +1,10 @@
 package tcp
 
 import (
+	"errors"
 	"io"
+	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -51,5 +54,53 @@ func TestAResetPeerRemovedBeforeItsTimeDoesNothing(t *testing.T) {
 	time.Sleep(350 * time.Millisecond)
 	if got := roundTrip(t, c, []byte("later")); string(got) != "later" {
 		t.Fatalf("after the toxic went: %q", got)
+	}
+}
+
+// Toxiproxy's timeout, removed, closes the connection it held, at once.
+func TestATimeoutRemovedClosesTheConnection(t *testing.T) {
+	p, addr, _ := start(t, echo(t, nil), &Toxics{Up: []Entry{{Toxic: Timeout{}, Toxicity: 1}}})
+	c := dial(t, addr)
+	if _, err := c.Write([]byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	p.SetToxics(&Toxics{Up: []Entry{{Toxic: Timeout{}, Toxicity: 1}}, Down: []Entry{{Toxic: Latency{}, Toxicity: 1}}})
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, err := c.Read(make([]byte, 8)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("with the timeout still in force: %d bytes, %v; want nothing until the deadline", n, err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	p.SetToxics(nil)
+	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
+		t.Fatalf("the timeout removed: %q, %v; want the connection closed", got, err)
+	}
+}
+
+// Toxiproxy closes a client's connection whose upstream cannot be
+// reached (the client reads EOF); Doppel's own proxies reset it.
+func TestAnUnreachableUpstreamClosesOrResets(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close()
+	for _, closes := range []bool{true, false} {
+		p := &Proxy{Name: "db", Upstream: down, CloseUnreachable: closes}
+		addr, err := p.Listen("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		// A reset may come before the dial has returned.
+		c, err := net.Dial("tcp", addr.String())
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			_, err = io.ReadAll(c)
+			c.Close()
+		}
+		if closes && err != nil || !closes && !isReset(err) {
+			t.Errorf("CloseUnreachable %v: the client read %v", closes, err)
+		}
 	}
 }

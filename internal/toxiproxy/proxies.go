@@ -67,7 +67,7 @@ func (p *proxy) start() error {
 	if p.enabled {
 		return nil
 	}
-	r := &tcp.Proxy{Name: p.name, Upstream: p.upstream, Report: p.report}
+	r := &tcp.Proxy{Name: p.name, Upstream: p.upstream, Report: p.report, CloseUnreachable: true}
 	r.SetToxics(p.chains())
 	addr, err := r.Listen(p.listen)
 	if err != nil {
