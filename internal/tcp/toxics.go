@@ -53,10 +53,11 @@ type Latency struct {
 func (Latency) Name() string { return "latency" }
 
 func (t Latency) Wrap(next writer, l *Link) writer {
+	w := &latencyWriter{t0: t, t: t, next: next, l: l}
 	if t.BaseMax > t.Base {
-		t.Base += time.Duration(rand.Int64N(int64(t.BaseMax - t.Base)))
+		w.t.Base += time.Duration(rand.Int64N(int64(t.BaseMax - t.Base)))
 	}
-	return &latencyWriter{t: t, next: next, l: l}
+	return w
 }
 
 // latencyQueue bounds the chunks a direction's latency holds, as
@@ -66,7 +67,8 @@ const latencyQueue = 1024
 // latencyWriter holds each chunk until its time, in a goroutine of its
 // own, so that the relay reads on meanwhile.
 type latencyWriter struct {
-	t       Latency
+	t0      Latency // the toxic, as the proxy holds it
+	t       Latency // with its draw
 	next    writer
 	l       *Link
 	queue   chan heldChunk
@@ -122,6 +124,7 @@ func (w *latencyWriter) Write(b []byte) error {
 // the link's end.
 func (w *latencyWriter) run() {
 	defer close(w.ended)
+	removed := false // the toxic was removed: nothing waits any more
 	for {
 		var c heldChunk
 		select {
@@ -139,15 +142,30 @@ func (w *latencyWriter) run() {
 		if w.err != nil {
 			continue // failed: what the relay still hands is dropped
 		}
-		if d := time.Until(c.due); d > 0 {
+		if d := time.Until(c.due); d > 0 && !removed {
+			var changed <-chan struct{} // a plan's toxics never change
+			if !w.l.planned {
+				changed = w.l.proxy.changes()
+			}
 			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-w.hurry:
-			case <-w.l.done:
-				t.Stop()
-				w.fail(errCut)
-				return
+		wait:
+			for {
+				select {
+				case <-t.C:
+				case <-w.hurry:
+				case <-changed:
+					// Removed, it sends what it holds at once, as
+					// Toxiproxy's does; else it waits on.
+					if removed = !w.l.holds(w.t0); !removed {
+						changed = w.l.proxy.changes()
+						continue
+					}
+				case <-w.l.done:
+					t.Stop()
+					w.fail(errCut)
+					return
+				}
+				break wait
 			}
 			t.Stop()
 		}
