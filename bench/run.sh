@@ -18,6 +18,10 @@
 # subscribers, a render over 3 M characters, live sessions; it installs
 # nothing. The full run ends with them too.
 #
+# BENCH_ONLY=latency runs only a latency toxic of 1 s on 2,000 connections
+# at once, Toxiproxy and Doppel side by side (bench/cmd/latencyload); it
+# installs Toxiproxy only. The full run ends with it too.
+#
 # BENCH_ONLY=fleet runs only what a fleet costs (docs/fleet.md): three
 # replicas' counts in one PostgreSQL (p50, p99, counts a second) and a
 # verification over three replicas' journals of 10,000 entries each, on a
@@ -32,7 +36,7 @@ TOXIPROXY_VERSION=${TOXIPROXY_VERSION:-latest}
 MOUNTEBANK_VERSION=${MOUNTEBANK_VERSION:-2.9.1}
 BUDGET=${BENCH_BUDGET:-570}
 ONLY=${BENCH_ONLY:-}
-case "$ONLY" in "" | doppel | bounds | fleet) ;; *) echo "bench: FAILED: BENCH_ONLY=$ONLY: the selections are doppel, bounds and fleet" >&2; exit 1 ;; esac
+case "$ONLY" in "" | doppel | bounds | fleet | latency) ;; *) echo "bench: FAILED: BENCH_ONLY=$ONLY: the selections are doppel, bounds, fleet and latency" >&2; exit 1 ;; esac
 
 die() { echo "bench: FAILED: $*" >&2; exit 1; }
 note() { echo "bench: $*" >&2; }
@@ -52,6 +56,13 @@ fleet() {
 	scripts/with-postgres.sh bash -c "'$GO' test -run '^\$' -bench 'FleetCount' -benchtime 3s ./internal/store/postgres &&
 		'$GO' test -run '^\$' -bench 'FleetVerify' -benchtime 20x ./cmd/doppel" ||
 		die "the fleet's benchmarks failed"
+}
+# latency runs the latency toxic at scale against both servers.
+latency() {
+	note "a latency toxic of 1 s on 2,000 connections at once: Toxiproxy and Doppel"
+	"$GO" build -o "$BIN/" ./cmd/doppel ./bench/cmd/latencyload &&
+		"$BIN/latencyload" -doppel "$BIN/doppel" -toxiproxy "$BIN/server" ||
+		die "the latency benchmark failed"
 }
 if [ "$ONLY" = bounds ]; then
 	bounds
@@ -83,7 +94,7 @@ fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # Toxiproxy (its server binary is called `server`).
-if [ -z "$ONLY" ] && [ ! -x "$BIN/server" ]; then
+if { [ -z "$ONLY" ] || [ "$ONLY" = latency ]; } && [ ! -x "$BIN/server" ]; then
 	note "installing Toxiproxy ($TOXIPROXY_VERSION) with go install"
 	GOBIN="$PWD/$BIN" timeout 300 "$GO" install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" ||
 		die "go install github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION failed"
@@ -102,9 +113,14 @@ note "building Doppel and the benchmark programs"
 "$GO" build -o "$BIN/" ./cmd/doppel ./bench/cmd/bench ./bench/cmd/upstream ./bench/cmd/goproxy ./bench/cmd/loadgen ./bench/cmd/h2bench ||
 	die "go build failed"
 
+if [ "$ONLY" = latency ]; then
+	latency
+	exit 0
+fi
+
 left=$((BUDGET - SECONDS))
 [ "$left" -gt 60 ] || die "installs used the time budget ($SECONDS s of $BUDGET s); run again, they are cached now"
 extra=()
 [ -n "$ONLY" ] && extra=(-only "$ONLY")
 "$BIN/bench" -bin "$BIN" -mb "$MB" -nginx "$NGINX" -budget "${left}s" "${extra[@]}" "$@"
-[ -n "$ONLY" ] || { bounds && fleet; }
+[ -n "$ONLY" ] || { bounds && fleet && latency; }
