@@ -474,7 +474,7 @@ type slowCloseWriter struct {
 }
 
 func (w *slowCloseWriter) Write(b []byte) error { return w.next.Write(b) }
-func (w *slowCloseWriter) Release() error        { return w.next.Release() }
+func (w *slowCloseWriter) Release() error       { return w.next.Release() }
 
 func (w *slowCloseWriter) Close() error {
 	if !w.l.sleep(w.d) {

@@ -76,7 +76,7 @@ func main() {
 		}
 		fmt.Printf("| %s | %v | %v | %v | %v | %v | %.1f MiB | %.1f KiB |\n", target.name,
 			bare.p50.Round(time.Millisecond), r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.max.Round(time.Millisecond),
-			(r.p50-bare.p50).Round(time.Millisecond), float64(r.grew)/(1<<20), float64(r.grew)/float64(*conns)/1024)
+			(r.p50 - bare.p50).Round(time.Millisecond), float64(r.grew)/(1<<20), float64(r.grew)/float64(*conns)/1024)
 	}
 }
 
