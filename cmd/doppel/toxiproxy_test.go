@@ -164,6 +164,34 @@ func TestToxiproxyClientResetPeerAndLimitData(t *testing.T) {
 	})
 }
 
+// Toxiproxy's noop: a toxic its client adds, lists and removes, that
+// lets every byte pass.
+func TestToxiproxyClientNoop(t *testing.T) {
+	t.Parallel()
+	_, cl, _ := toxiproxyDoppel(t)
+	px, err := cl.CreateProxy("db", "127.0.0.1:0", tcpEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tcpDial(t, px.Listen)
+	added, err := px.AddToxic("", "noop", "", 1, nil)
+	if err != nil || added.Name != "noop_downstream" || added.Stream != "downstream" {
+		t.Fatalf("AddToxic noop: %v %+v", err, added)
+	}
+	echoBack(t, c, []byte("through a noop"))
+	echoBack(t, tcpDial(t, px.Listen), []byte("a new connection"))
+	if toxics, err := px.Toxics(); err != nil || len(toxics) != 1 || toxics[0].Type != "noop" {
+		t.Fatalf("the toxics: %v %+v", err, toxics)
+	}
+	if err := px.RemoveToxic("noop_downstream"); err != nil {
+		t.Fatal(err)
+	}
+	if toxics, err := px.Toxics(); err != nil || len(toxics) != 0 {
+		t.Fatalf("after RemoveToxic: %v %+v", err, toxics)
+	}
+	echoBack(t, c, []byte("after"))
+}
+
 func TestToxiproxyClientDisableResetStatePopulateAndErrors(t *testing.T) {
 	t.Parallel()
 	_, cl, api := toxiproxyDoppel(t)

@@ -96,10 +96,13 @@ func (p *proxy) apply() {
 func (p *proxy) chains() *tcp.Toxics {
 	var t tcp.Toxics
 	for _, x := range p.toxics {
-		if x.Stream == "upstream" {
-			t.Up = append(t.Up, x.entry())
-		} else {
-			t.Down = append(t.Down, x.entry())
+		e, ok := x.entry()
+		switch {
+		case !ok:
+		case x.Stream == "upstream":
+			t.Up = append(t.Up, e)
+		default:
+			t.Down = append(t.Down, e)
 		}
 	}
 	return &t
