@@ -261,6 +261,10 @@ func TestToxiproxyClientDisableResetStatePopulateAndErrors(t *testing.T) {
 	if r.StatusCode != 200 || !strings.HasPrefix(string(v), "2.") {
 		t.Errorf("version: %d %q", r.StatusCode, v)
 	}
+	// Every answer carries a request id, as Toxiproxy's do.
+	if id := r.Header.Get("X-Toxiproxy-Request-Id"); len(id) != 20 || strings.Trim(id, "0123456789abcdefghijklmnopqrstuv") != "" {
+		t.Errorf("X-Toxiproxy-Request-Id %q, want an xid", id)
+	}
 }
 
 func TestToxiproxyPortInUseStopsTheStart(t *testing.T) {

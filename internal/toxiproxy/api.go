@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/doppelproxy/doppel/internal/tcp"
 )
@@ -41,6 +42,7 @@ type Server struct {
 	mu      sync.Mutex
 	proxies map[string]*proxy
 	mux     *http.ServeMux
+	ids     *requestIDs
 	once    sync.Once
 }
 
@@ -56,6 +58,9 @@ func (s *Server) Close() {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.once.Do(s.routes)
+	if _, route := s.mux.Handler(r); route != "" {
+		w.Header().Set(requestIDHeader, s.ids.next(time.Now()))
+	}
 	if isBrowser(r.UserAgent()) {
 		http.Error(w, "User agent not allowed", http.StatusForbidden)
 		return
@@ -84,7 +89,7 @@ func (s *Server) routes() {
 		w.Header().Set("Content-Type", "text/plain;charset=utf-8")
 		_, _ = io.WriteString(w, Version)
 	})
-	s.mux = m
+	s.mux, s.ids = m, newRequestIDs()
 }
 
 // apiError is Toxiproxy's error body.

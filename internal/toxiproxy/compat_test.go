@@ -1,9 +1,14 @@
 package toxiproxy
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +119,70 @@ func TestNoopIsAToxicThatDoesNothing(t *testing.T) {
 		t.Fatalf("after the deletes: %s", body)
 	}
 	echoes(t, c, "after")
+}
+
+// Every answer of a route carries X-Toxiproxy-Request-Id, an xid as
+// Toxiproxy's are: 20 characters of 0-9 and a-v, the time it was made,
+// the process, and a counter one more each time; errors too. A path no
+// route has has none, as Toxiproxy's router does not reach its logger.
+func TestAnswersCarryAToxiproxyRequestID(t *testing.T) {
+	srv := httptest.NewServer(newServer(t))
+	defer srv.Close()
+	shape := regexp.MustCompile(`^[0-9a-v]{20}$`)
+	var last uint32
+	for i, c := range []struct{ method, path, body, agent string }{
+		{"GET", "/proxies", "", ""},
+		{"POST", "/proxies", `{"name":`, ""},
+		{"GET", "/proxies/nope", "", ""},
+		{"GET", "/version", "", ""},
+		{"POST", "/reset", "", ""},
+		{"GET", "/proxies", "", "Mozilla/5.0"},
+	} {
+		began := time.Now().Add(-time.Second)
+		r, err := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("User-Agent", c.agent)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		id := resp.Header.Get("X-Toxiproxy-Request-Id")
+		if !shape.MatchString(id) || len(resp.Header.Values("X-Toxiproxy-Request-Id")) != 1 {
+			t.Fatalf("%s %s (%d): X-Toxiproxy-Request-Id %q, want one of 20 characters of 0-9a-v", c.method, c.path, resp.StatusCode, id)
+		}
+		b, err := xidEncoding.DecodeString(id)
+		if err != nil || len(b) != 12 {
+			t.Fatalf("%q does not decode to 12 bytes: %v", id, err)
+		}
+		made := time.Unix(int64(binary.BigEndian.Uint32(b[0:4])), 0)
+		pid := binary.BigEndian.Uint16(b[7:9])
+		n := uint32(b[9])<<16 | uint32(b[10])<<8 | uint32(b[11])
+		if made.Before(began.Truncate(time.Second)) || made.After(time.Now()) || pid != uint16(os.Getpid()) {
+			t.Errorf("%q: made %v, pid %d; want now and %d", id, made, pid, uint16(os.Getpid()))
+		}
+		if i > 0 && n != (last+1)&0xffffff {
+			t.Errorf("%q: counter %d after %d", id, n, last)
+		}
+		last = n
+	}
+	resp, err := http.Get(srv.URL + "/nowhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 || resp.Header.Get("X-Toxiproxy-Request-Id") != "" {
+		t.Errorf("a path of no route: %d with %q, want 404 without an id", resp.StatusCode, resp.Header.Get("X-Toxiproxy-Request-Id"))
+	}
+}
+
+// The encoding is xid's: the 12 bytes of its documented example are its
+// documented string.
+func TestRequestIDsAreWrittenAsXidsAre(t *testing.T) {
+	id := []byte{0x4d, 0x88, 0xe1, 0x5b, 0x60, 0xf4, 0x86, 0xe4, 0x28, 0x41, 0x2d, 0xc9}
+	if got := xidEncoding.EncodeToString(id); got != "9m4e2mr0ui3e8a215n4g" {
+		t.Errorf("written %q, want 9m4e2mr0ui3e8a215n4g", got)
+	}
 }
