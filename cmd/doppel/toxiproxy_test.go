@@ -267,6 +267,30 @@ func TestToxiproxyClientDisableResetStatePopulateAndErrors(t *testing.T) {
 	}
 }
 
+// A listen address in use is Toxiproxy's answer, net.Listen's words and
+// 500, on create and in a populate, which returns what it made before.
+func TestToxiproxyClientListenInUse(t *testing.T) {
+	t.Parallel()
+	_, cl, _ := toxiproxyDoppel(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	inUse := "HTTP 500: listen tcp " + taken.Addr().String() + ": bind: address already in use"
+	_, port, _ := net.SplitHostPort(taken.Addr().String())
+	if _, err := cl.CreateProxy("db", "localhost:"+port, "127.0.0.1:9"); err == nil || err.Error() != "Create: "+inUse {
+		t.Errorf("CreateProxy on a port in use: %v, want Create: %s", err, inUse)
+	}
+	made, err := cl.Populate([]toxiproxy.Proxy{
+		{Name: "first", Listen: "127.0.0.1:0", Upstream: "127.0.0.1:9", Enabled: true},
+		{Name: "second", Listen: taken.Addr().String(), Upstream: "127.0.0.1:9", Enabled: true},
+	})
+	if err == nil || err.Error() != "Populate: "+inUse || len(made) != 1 || made[0].Name != "first" {
+		t.Errorf("Populate with a port in use: %v %+v, want first and Populate: %s", err, made, inUse)
+	}
+}
+
 func TestToxiproxyPortInUseStopsTheStart(t *testing.T) {
 	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"sort"
@@ -120,8 +121,14 @@ func missing(field string) *apiError {
 }
 
 // serverError is a failure without a status of its own, such as a listen
-// address in use: 500, as Toxiproxy answers it.
+// address in use: 500, as Toxiproxy answers it. A listen's error is
+// net.Listen's own, as Toxiproxy's message is ("listen tcp
+// 127.0.0.1:8474: bind: address already in use"), without the words
+// the relay puts before it.
 func serverError(err error) *apiError {
+	if op, ok := errors.AsType[*net.OpError](err); ok {
+		err = op
+	}
 	return &apiError{err.Error(), http.StatusInternalServerError}
 }
 
@@ -129,18 +136,24 @@ func tooMany(what string, limit int) *apiError {
 	return &apiError{fmt.Sprintf("too many %s: at most %d", what, limit), http.StatusBadRequest}
 }
 
+// writeError answers e as Toxiproxy does, through http.Error: the JSON
+// body and a newline, as text/plain with nosniff.
 func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.Status, e)
+	b, _ := json.Marshal(e) // two fields that always encode
+	http.Error(w, string(b), e.Status)
 }
 
+// writeJSON answers v's JSON, with no newline after it, as Toxiproxy
+// writes json.Marshal's bytes.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		b, status = []byte(`{"error":"the answer could not be written","status":500}`), http.StatusInternalServerError
+		writeError(w, &apiError{"the answer could not be written", http.StatusInternalServerError})
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 // readBody reads at most MaxBody bytes.

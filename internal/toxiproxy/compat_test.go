@@ -186,3 +186,85 @@ func TestRequestIDsAreWrittenAsXidsAre(t *testing.T) {
 		t.Errorf("written %q, want 9m4e2mr0ui3e8a215n4g", got)
 	}
 }
+
+// rawCall is call with the answer's headers.
+func rawCall(t *testing.T, s *Server, method, path, body string) (int, http.Header, string) {
+	t.Helper()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	b, _ := io.ReadAll(w.Result().Body)
+	return w.Code, w.Result().Header, string(b)
+}
+
+// takenPort holds a loopback port for the test and returns it.
+func takenPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// Toxiproxy answers an error through http.Error: its JSON and a newline,
+// as text/plain with nosniff; a listen that fails is net.Listen's error
+// word for word, with no words before it, 500.
+func TestErrorAnswersAreToxiproxysBytes(t *testing.T) {
+	s := newServer(t)
+	port := takenPort(t)
+	inUse := `{"error":"listen tcp 127.0.0.1:` + port + `: bind: address already in use","status":500}` + "\n"
+	for _, c := range []struct {
+		name, method, path, body, want string
+		status                         int
+	}{
+		{"listen in use", "POST", "/proxies", `{"name":"db","listen":"127.0.0.1:` + port + `","upstream":"127.0.0.1:1"}`, inUse, 500},
+		{"listen in use, by name", "POST", "/proxies", `{"name":"db","listen":"localhost:` + port + `","upstream":"127.0.0.1:1"}`, inUse, 500},
+		{"no proxy", "GET", "/proxies/nope", "", `{"error":"proxy not found","status":404}` + "\n", 404},
+		{"no name", "POST", "/proxies", `{"upstream":"127.0.0.1:1"}`, `{"error":"missing required field: name","status":400}` + "\n", 400},
+	} {
+		code, h, body := rawCall(t, s, c.method, c.path, c.body)
+		if code != c.status || body != c.want || h.Get("Content-Type") != "text/plain; charset=utf-8" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d %q (%s, %q)\nwant %d %q (text/plain; charset=utf-8, nosniff)", c.name, code, body, h.Get("Content-Type"), h.Get("X-Content-Type-Options"), c.status, c.want)
+		}
+	}
+	// Enabling a proxy whose address was taken meanwhile: the same.
+	call(t, s, "POST", "/proxies", `{"name":"late","listen":"127.0.0.1:`+port+`","upstream":"127.0.0.1:1","enabled":false}`)
+	if code, _, body := rawCall(t, s, "POST", "/proxies/late", `{"enabled":true}`); code != 500 || body != inUse {
+		t.Errorf("enabling on a taken port: %d %q, want 500 %q", code, body, inUse)
+	}
+}
+
+// Populate's errors are in its own answer, as Toxiproxy writes it:
+// application/json, the error, its status and the proxies made before
+// it, "proxies": null when there are none, no newline after it.
+func TestPopulateErrorsAreToxiproxys(t *testing.T) {
+	s := newServer(t)
+	port := takenPort(t)
+	code, h, body := rawCall(t, s, "POST", "/populate", `[{"name":"first","listen":"127.0.0.1:0","upstream":"127.0.0.1:1"},{"name":"second","listen":"127.0.0.1:`+port+`","upstream":"127.0.0.1:1"}]`)
+	_, first := answer(t, s, "GET", "/proxies/first", "")
+	want := `{"error":"listen tcp 127.0.0.1:` + port + `: bind: address already in use","status":500,"proxies":[` + first + `]}`
+	if code != 500 || body != want || h.Get("Content-Type") != "application/json" {
+		t.Errorf("a listen in use:\n%d %s %s\nwant 500 application/json %s", code, h.Get("Content-Type"), body, want)
+	}
+	for _, c := range []struct {
+		name, body, want string
+		status           int
+	}{
+		{"no name", `[{"upstream":"127.0.0.1:1"}]`, `{"error":"missing required field: name at proxy 1","status":400,"proxies":null}`, 400},
+		{"no upstream", `[{"name":"a","upstream":"127.0.0.1:1"},{"name":"b"}]`, `{"error":"missing required field: upstream at proxy 2","status":400,"proxies":null}`, 400},
+		{"listen in use first", `[{"name":"third","listen":"127.0.0.1:` + port + `","upstream":"127.0.0.1:1"}]`, `{"error":"listen tcp 127.0.0.1:` + port + `: bind: address already in use","status":500,"proxies":null}`, 500},
+		{"an empty list", `[]`, `{"proxies":null}`, 201},
+	} {
+		code, h, body := rawCall(t, s, "POST", "/populate", c.body)
+		if code != c.status || body != c.want || h.Get("Content-Type") != "application/json" {
+			t.Errorf("%s:\n%d %s %s\nwant %d application/json %s", c.name, code, h.Get("Content-Type"), body, c.status, c.want)
+		}
+	}
+	code, _, body = rawCall(t, s, "POST", "/populate", `[{"name":`)
+	if !strings.HasPrefix(body, `{"error":"bad request body: `) || !strings.HasSuffix(body, `","status":400,"proxies":null}`) || code != 400 {
+		t.Errorf("a body that is not JSON: %d %s", code, body)
+	}
+}

@@ -93,7 +93,7 @@ func (s *Server) proxyIndex(w http.ResponseWriter, _ *http.Request) {
 		sw.raw(":")
 		sw.value(p)
 	}
-	sw.raw("}\n")
+	sw.raw("}")
 }
 
 // proxyInput is a proxy a client sends; enabled is true unless given.
@@ -182,26 +182,29 @@ func (s *Server) proxyCreate(w http.ResponseWriter, r *http.Request) {
 // with the same listen and upstream is left as it is, another is stopped
 // and replaced (its toxics go). The list is checked whole first; a proxy
 // that cannot listen, or whose upstream is one of Doppel's listeners,
-// ends it, and the answer names those made so far.
+// ends it, and the answer names those made so far. Every error is in
+// populate's own answer, as Toxiproxy writes it, with no proxies when
+// none were made.
 func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
+	refuse := func(e *apiError) { writePopulated(w, e.Status, e, nil) }
 	body, e := readBody(w, r)
 	if e != nil {
-		writeError(w, e)
+		refuse(e)
 		return
 	}
 	var in []proxyInput
 	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, badBody(err))
+		refuse(badBody(err))
 		return
 	}
 	for i := range in {
 		if e := in[i].check(fmt.Sprintf(" at proxy %d", i+1)); e != nil {
-			writeError(w, e)
+			refuse(e)
 			return
 		}
 	}
 	if len(in) > MaxProxies {
-		writeError(w, tooMany("proxies", MaxProxies))
+		refuse(tooMany("proxies", MaxProxies))
 		return
 	}
 	targets := make([]target, len(in))
@@ -213,7 +216,7 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 	}
 	cancel()
 	if e != nil {
-		writeError(w, e)
+		refuse(e)
 		return
 	}
 	s.mu.Lock()
@@ -229,7 +232,7 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 		names[p.Name] = true
 	}
 	if len(names) > MaxProxies {
-		writeError(w, tooMany("proxies", MaxProxies))
+		refuse(tooMany("proxies", MaxProxies))
 		return
 	}
 	var failed *apiError
@@ -264,8 +267,9 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 }
 
 // writePopulated is populate's answer, {"proxies": [...]} with
-// Toxiproxy's error beside them when one ended the list; the proxies are
-// encoded one by one as they are written.
+// Toxiproxy's error before them when one ended the list, and, as
+// Toxiproxy writes it, "proxies": null when there are none; the proxies
+// are encoded one by one as they are written.
 func writePopulated(w http.ResponseWriter, status int, failed *apiError, made []proxyJSON) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -276,6 +280,10 @@ func writePopulated(w http.ResponseWriter, status int, failed *apiError, made []
 		sw.value(failed.Message)
 		sw.raw(`,"status":` + strconv.Itoa(failed.Status) + ",")
 	}
+	if len(made) == 0 {
+		sw.raw(`"proxies":null}`)
+		return
+	}
 	sw.raw(`"proxies":[`)
 	for i, p := range made {
 		if i > 0 {
@@ -283,7 +291,7 @@ func writePopulated(w http.ResponseWriter, status int, failed *apiError, made []
 		}
 		sw.value(p)
 	}
-	sw.raw("]}\n")
+	sw.raw("]}")
 }
 
 // proxyUpdate changes enabled, listen and upstream, each the proxy's own
