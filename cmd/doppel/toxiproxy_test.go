@@ -267,6 +267,30 @@ func TestToxiproxyClientDisableResetStatePopulateAndErrors(t *testing.T) {
 	}
 }
 
+// Populate again with the same listen, by name, and upstream: the proxy
+// is left as it is, its toxic and its open connection kept.
+func TestToxiproxyClientPopulateKeepsTheSame(t *testing.T) {
+	t.Parallel()
+	_, cl, _ := toxiproxyDoppel(t)
+	up := tcpEcho(t)
+	listen := fmt.Sprintf("localhost:%d", freePorts(t, 1)[0])
+	list := []toxiproxy.Proxy{{Name: "db", Listen: listen, Upstream: up, Enabled: true}}
+	made, err := cl.Populate(list)
+	if err != nil || len(made) != 1 {
+		t.Fatalf("Populate: %v %+v", err, made)
+	}
+	if _, err := made[0].AddToxic("kept", "latency", "", 1, toxiproxy.Attributes{"latency": 1}); err != nil {
+		t.Fatal(err)
+	}
+	c := tcpDial(t, made[0].Listen)
+	echoBack(t, c, []byte("before"))
+	again, err := cl.Populate(list)
+	if err != nil || len(again) != 1 || again[0].Listen != made[0].Listen || len(again[0].ActiveToxics) != 1 || again[0].ActiveToxics[0].Name != "kept" {
+		t.Fatalf("Populate again: %v %+v, want db as it was, with its toxic", err, again)
+	}
+	echoBack(t, c, []byte("the same connection"))
+}
+
 // A listen address in use is Toxiproxy's answer, net.Listen's words and
 // 500, on create and in a populate, which returns what it made before.
 func TestToxiproxyClientListenInUse(t *testing.T) {

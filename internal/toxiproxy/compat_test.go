@@ -268,3 +268,51 @@ func TestPopulateErrorsAreToxiproxys(t *testing.T) {
 		t.Errorf("a body that is not JSON: %d %s", code, body)
 	}
 }
+
+// freePort is a loopback port nothing listens on, for a proxy to take.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	_ = ln.Close()
+	return port
+}
+
+// A proxy populated again with the same listen and upstream is left as
+// it is, its toxics and connections kept, as Toxiproxy 2.12.0 compares
+// them: the listen resolved (localhost:N is the 127.0.0.1:N the proxy
+// reports), the upstream as written. Another upstream replaces it.
+func TestPopulateKeepsAProxyWhoseListenResolvesTheSame(t *testing.T) {
+	s := newServer(t)
+	up := echoUpstream(t)
+	port := freePort(t)
+	list := `[{"name":"db","listen":"localhost:` + port + `","upstream":"` + up + `"}]`
+	if code, body := call(t, s, "POST", "/populate", list); code != 201 {
+		t.Fatalf("populate: %d %s", code, body)
+	}
+	if code, body := call(t, s, "POST", "/proxies/db/toxics", `{"name":"kept","type":"noop"}`); code != 200 {
+		t.Fatalf("toxic: %d %s", code, body)
+	}
+	c := dialProxy(t, "127.0.0.1:"+port)
+	echoes(t, c, "before")
+	code, body := answer(t, s, "POST", "/populate", list)
+	_, db := answer(t, s, "GET", "/proxies/db", "")
+	if want := `{"proxies":[` + db + `]}`; code != 201 || body != want || !strings.Contains(db, `"listen":"127.0.0.1:`+port+`"`) || !strings.Contains(db, `"name":"kept"`) {
+		t.Fatalf("populated again: %d %s\nwant 201 %s, listening on 127.0.0.1:%s with its toxic", code, body, want, port)
+	}
+	echoes(t, c, "the same connection")
+	// Another upstream is another proxy: the old one's connections end
+	// and its toxics go.
+	other := `[{"name":"db","listen":"localhost:` + port + `","upstream":"localhost:` + strings.TrimPrefix(up, "127.0.0.1:") + `"}]`
+	if code, body := answer(t, s, "POST", "/populate", other); code != 201 || strings.Contains(body, `"kept"`) {
+		t.Fatalf("another upstream: %d %s, want the proxy replaced, without its toxic", code, body)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err == nil {
+		t.Errorf("the replaced proxy's connection is still open: read %d bytes", n)
+	}
+	echoes(t, dialProxy(t, "127.0.0.1:"+port), "the new proxy")
+}

@@ -178,9 +178,10 @@ func (s *Server) proxyCreate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, p.json())
 }
 
-// populate makes or replaces each proxy of a list, as Toxiproxy does: one
-// with the same listen and upstream is left as it is, another is stopped
-// and replaced (its toxics go). The list is checked whole first; a proxy
+// populate makes or replaces each proxy of a list, as Toxiproxy 2.12.0
+// does: one with the same listen and upstream is left as it is, with its
+// toxics and connections, and is in the answer; another is stopped and
+// replaced (its toxics go). The list is checked whole first; a proxy
 // that cannot listen, or whose upstream is one of Doppel's listeners,
 // ends it, and the answer names those made so far. Every error is in
 // populate's own answer, as Toxiproxy writes it, with no proxies when
@@ -239,7 +240,9 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 	made := make([]proxyJSON, 0, len(in))
 	for i, in := range in {
 		old := s.proxies[in.Name]
-		if old != nil && old.listen == in.Listen && old.upstream == in.Upstream {
+		// As Toxiproxy compares them: the listen resolved (localhost:N
+		// is the 127.0.0.1:N a proxy reports), the upstream as written.
+		if old != nil && old.listen == targets[i].bind && old.upstream == in.Upstream {
 			made = append(made, old.json())
 			continue
 		}
