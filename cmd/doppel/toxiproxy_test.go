@@ -258,8 +258,8 @@ func TestToxiproxyClientDisableResetStatePopulateAndErrors(t *testing.T) {
 	}
 	v, _ := io.ReadAll(r.Body)
 	r.Body.Close()
-	if r.StatusCode != 200 || !strings.HasPrefix(string(v), "2.") {
-		t.Errorf("version: %d %q", r.StatusCode, v)
+	if want := `{"version": "2.12.0"}` + "\n"; r.StatusCode != 200 || string(v) != want || r.Header.Get("Content-Type") != "application/json;charset=utf-8" {
+		t.Errorf("version: %d %q (%s), want Toxiproxy 2.12.0's %q", r.StatusCode, v, r.Header.Get("Content-Type"), want)
 	}
 	// Every answer carries a request id, as Toxiproxy's do.
 	if id := r.Header.Get("X-Toxiproxy-Request-Id"); len(id) != 20 || strings.Trim(id, "0123456789abcdefghijklmnopqrstuv") != "" {

@@ -22,8 +22,8 @@ import (
 )
 
 // Version is what GET /version answers: the Toxiproxy release whose API
-// this one follows.
-const Version = "2.5.0"
+// this one follows where its releases differ.
+const Version = "2.12.0"
 
 // Server is the API and the proxies it made. The zero value is ready.
 type Server struct {
@@ -86,11 +86,16 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /proxies/{proxy}/toxics/{toxic}", s.toxicUpdate)
 	m.HandleFunc("PATCH /proxies/{proxy}/toxics/{toxic}", s.toxicUpdate)
 	m.HandleFunc("DELETE /proxies/{proxy}/toxics/{toxic}", s.toxicDelete)
-	m.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain;charset=utf-8")
-		_, _ = io.WriteString(w, Version)
-	})
+	m.HandleFunc("GET /version", version)
 	s.mux, s.ids = m, newRequestIDs()
+}
+
+// version answers as Toxiproxy 2.12.0 does, byte for byte: an object
+// with a space after its colon, a newline, and its own Content-Type
+// (2.5.0 answered the version alone, as text).
+func version(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json;charset=utf-8")
+	_, _ = fmt.Fprintf(w, "{\"version\": %q}\n", Version)
 }
 
 // apiError is Toxiproxy's error body.

@@ -316,3 +316,11 @@ func TestPopulateKeepsAProxyWhoseListenResolvesTheSame(t *testing.T) {
 	}
 	echoes(t, dialProxy(t, "127.0.0.1:"+port), "the new proxy")
 }
+
+// GET /version is 2.12.0's answer, byte for byte.
+func TestVersionIsToxiproxy2120s(t *testing.T) {
+	code, h, body := rawCall(t, newServer(t), "GET", "/version", "")
+	if want := `{"version": "2.12.0"}` + "\n"; code != 200 || body != want || h.Get("Content-Type") != "application/json;charset=utf-8" {
+		t.Errorf("GET /version: %d %q (%s), want 200 %q (application/json;charset=utf-8)", code, body, h.Get("Content-Type"), want)
+	}
+}
