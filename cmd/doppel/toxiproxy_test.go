@@ -261,6 +261,12 @@ func TestToxiproxyClientDisableResetStatePopulateAndErrors(t *testing.T) {
 	if want := `{"version": "2.12.0"}` + "\n"; r.StatusCode != 200 || string(v) != want || r.Header.Get("Content-Type") != "application/json;charset=utf-8" {
 		t.Errorf("version: %d %q (%s), want Toxiproxy 2.12.0's %q", r.StatusCode, v, r.Header.Get("Content-Type"), want)
 	}
+	// Toxiproxy serves no /metrics unless asked for.
+	if r, err := http.Get("http://" + api + "/metrics"); err != nil || r.StatusCode != 404 {
+		t.Errorf("GET /metrics unasked: %v %v, want 404", err, r)
+	} else {
+		r.Body.Close()
+	}
 	// Every answer carries a request id, as Toxiproxy's do.
 	if id := r.Header.Get("X-Toxiproxy-Request-Id"); len(id) != 20 || strings.Trim(id, "0123456789abcdefghijklmnopqrstuv") != "" {
 		t.Errorf("X-Toxiproxy-Request-Id %q, want an xid", id)
@@ -289,6 +295,55 @@ func TestToxiproxyClientPopulateKeepsTheSame(t *testing.T) {
 		t.Fatalf("Populate again: %v %+v, want db as it was, with its toxic", err, again)
 	}
 	echoBack(t, c, []byte("the same connection"))
+}
+
+// With proxy_metrics and runtime_metrics, the API's /metrics serves
+// Toxiproxy's series: a proxy's bytes each way once its connection ends,
+// and the runtime's.
+func TestToxiproxyMetrics(t *testing.T) {
+	t.Parallel()
+	p, cl, api, _ := toxiproxyDoppelWith(t, "127.0.0.1", ", proxy_metrics: true, runtime_metrics: true", "")
+	up := tcpEcho(t)
+	px, err := cl.CreateProxy("db", "127.0.0.1:0", up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tcpDial(t, px.Listen)
+	echoBack(t, c, []byte("ping"))
+	c.Close()
+	want := []string{"# TYPE toxiproxy_proxy_received_bytes_total counter", "# TYPE toxiproxy_proxy_sent_bytes_total counter"}
+	for _, name := range []string{"received", "sent"} {
+		for _, dir := range []string{"upstream", "downstream"} {
+			want = append(want, fmt.Sprintf(`toxiproxy_proxy_%s_bytes_total{direction=%q,listener=%q,proxy="db",upstream=%q} 4`, name, dir, px.Listen, up))
+		}
+	}
+	want = append(want, "# TYPE go_goroutines gauge", "# TYPE process_cpu_seconds_total counter", "# TYPE go_build_info gauge")
+	var body string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r, err := http.Get("http://" + api + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		body = string(b)
+		missing := 0
+		for _, w := range want {
+			if !strings.Contains(body, w+"\n") {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /metrics (%d) lacks some of\n%s\nin\n%.3000s", r.StatusCode, strings.Join(want, "\n"), body)
+		}
+	}
+	// Its connection is still logged as any.
+	p.waitLine("the connection's line", 5*time.Second, func(l string) bool {
+		return strings.Contains(l, `"message":"connection"`) && strings.Contains(l, `"proxy":"db"`) && strings.Contains(l, `"source":"toxiproxy"`)
+	})
 }
 
 // A listen address in use is Toxiproxy's answer, net.Listen's words and

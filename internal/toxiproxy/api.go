@@ -39,11 +39,18 @@ type Server struct {
 	// them; an upstream reaching one is refused. It is called with the
 	// server's lock held and must not call the server; nil for none.
 	Own func() []Listener
+	// ProxyMetrics and RuntimeMetrics serve Toxiproxy's Prometheus
+	// metrics at /metrics, as its -proxy-metrics and -runtime-metrics
+	// flags do: its proxies' byte counters, and the Go runtime's, the
+	// build's and the process's. Both false, /metrics is not served
+	// (404), as in Toxiproxy. Set before the first request.
+	ProxyMetrics, RuntimeMetrics bool
 
 	mu      sync.Mutex
 	proxies map[string]*proxy
 	mux     *http.ServeMux
 	ids     *requestIDs
+	metrics *metrics // nil when neither is served
 	once    sync.Once
 }
 
@@ -87,6 +94,11 @@ func (s *Server) routes() {
 	m.HandleFunc("PATCH /proxies/{proxy}/toxics/{toxic}", s.toxicUpdate)
 	m.HandleFunc("DELETE /proxies/{proxy}/toxics/{toxic}", s.toxicDelete)
 	m.HandleFunc("GET /version", version)
+	if s.ProxyMetrics || s.RuntimeMetrics {
+		s.metrics = newMetrics(s.ProxyMetrics, s.RuntimeMetrics)
+		// Any method, as Toxiproxy's route takes.
+		m.Handle("/metrics", s.metrics.handler)
+	}
 	s.mux, s.ids = m, newRequestIDs()
 }
 

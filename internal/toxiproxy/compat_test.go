@@ -324,3 +324,18 @@ func TestVersionIsToxiproxy2120s(t *testing.T) {
 		t.Errorf("GET /version: %d %q (%s), want 200 %q (application/json;charset=utf-8)", code, body, h.Get("Content-Type"), want)
 	}
 }
+
+// An update whose listen resolves to the proxy's own (localhost:N for
+// 127.0.0.1:N) changes nothing, as Toxiproxy 2.12.0 compares it: the
+// proxy is not restarted and its connections live on.
+func TestAnUpdateToTheSameListenByNameKeepsTheProxy(t *testing.T) {
+	s := newServer(t)
+	p := makeProxy(t, s, "db", "127.0.0.1:0", echoUpstream(t))
+	c := dialProxy(t, p.Listen)
+	echoes(t, c, "before")
+	_, port, _ := net.SplitHostPort(p.Listen)
+	if code, body := call(t, s, "PATCH", "/proxies/db", `{"listen":"localhost:`+port+`"}`); code != 200 || !strings.Contains(body, `"listen":"127.0.0.1:`+port+`"`) {
+		t.Fatalf("update: %d %s", code, body)
+	}
+	echoes(t, c, "the same connection")
+}

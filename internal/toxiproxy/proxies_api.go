@@ -17,7 +17,7 @@ import (
 // the listeners of that moment.
 
 func (s *Server) newProxy(name string, t target) *proxy {
-	return &proxy{name: name, listen: t.bind, upstream: t.upstream.text, resolved: t.upstream, report: s.Report}
+	return &proxy{name: name, listen: t.bind, upstream: t.upstream.text, resolved: t.upstream, report: s.Report, metrics: s.metrics}
 }
 
 func (s *Server) policy() listenPolicy { return listenPolicy{host: s.Host, allow: s.AllowListen} }
