@@ -64,7 +64,7 @@ func TestToxiproxyAPIIsBounded(t *testing.T) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	r.Body.Close()
-	if r.StatusCode != 400 || !strings.Contains(string(body), `{"error":"too many proxies: at most 1000","status":400}`) {
+	if r.StatusCode != 400 || !strings.Contains(string(body), `{"error":"too many proxies: at most 1000","status":400,"proxies":null}`) {
 		t.Errorf("1,001 proxies: %d %s", r.StatusCode, body)
 	}
 	if all, err := cl.Proxies(); err != nil || len(all) != 1 || len(all[px.Name].ActiveToxics) != 100 {

@@ -164,6 +164,34 @@ func TestToxiproxyClientResetPeerAndLimitData(t *testing.T) {
 	})
 }
 
+// Toxiproxy's noop: a toxic its client adds, lists and removes, that
+// lets every byte pass.
+func TestToxiproxyClientNoop(t *testing.T) {
+	t.Parallel()
+	_, cl, _ := toxiproxyDoppel(t)
+	px, err := cl.CreateProxy("db", "127.0.0.1:0", tcpEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tcpDial(t, px.Listen)
+	added, err := px.AddToxic("", "noop", "", 1, nil)
+	if err != nil || added.Name != "noop_downstream" || added.Stream != "downstream" {
+		t.Fatalf("AddToxic noop: %v %+v", err, added)
+	}
+	echoBack(t, c, []byte("through a noop"))
+	echoBack(t, tcpDial(t, px.Listen), []byte("a new connection"))
+	if toxics, err := px.Toxics(); err != nil || len(toxics) != 1 || toxics[0].Type != "noop" {
+		t.Fatalf("the toxics: %v %+v", err, toxics)
+	}
+	if err := px.RemoveToxic("noop_downstream"); err != nil {
+		t.Fatal(err)
+	}
+	if toxics, err := px.Toxics(); err != nil || len(toxics) != 0 {
+		t.Fatalf("after RemoveToxic: %v %+v", err, toxics)
+	}
+	echoBack(t, c, []byte("after"))
+}
+
 func TestToxiproxyClientDisableResetStatePopulateAndErrors(t *testing.T) {
 	t.Parallel()
 	_, cl, api := toxiproxyDoppel(t)
@@ -230,8 +258,115 @@ func TestToxiproxyClientDisableResetStatePopulateAndErrors(t *testing.T) {
 	}
 	v, _ := io.ReadAll(r.Body)
 	r.Body.Close()
-	if r.StatusCode != 200 || !strings.HasPrefix(string(v), "2.") {
-		t.Errorf("version: %d %q", r.StatusCode, v)
+	if want := `{"version": "2.12.0"}` + "\n"; r.StatusCode != 200 || string(v) != want || r.Header.Get("Content-Type") != "application/json;charset=utf-8" {
+		t.Errorf("version: %d %q (%s), want Toxiproxy 2.12.0's %q", r.StatusCode, v, r.Header.Get("Content-Type"), want)
+	}
+	// Toxiproxy serves no /metrics unless asked for.
+	if r, err := http.Get("http://" + api + "/metrics"); err != nil || r.StatusCode != 404 {
+		t.Errorf("GET /metrics unasked: %v %v, want 404", err, r)
+	} else {
+		r.Body.Close()
+	}
+	// Every answer carries a request id, as Toxiproxy's do.
+	if id := r.Header.Get("X-Toxiproxy-Request-Id"); len(id) != 20 || strings.Trim(id, "0123456789abcdefghijklmnopqrstuv") != "" {
+		t.Errorf("X-Toxiproxy-Request-Id %q, want an xid", id)
+	}
+}
+
+// Populate again with the same listen, by name, and upstream: the proxy
+// is left as it is, its toxic and its open connection kept.
+func TestToxiproxyClientPopulateKeepsTheSame(t *testing.T) {
+	t.Parallel()
+	_, cl, _ := toxiproxyDoppel(t)
+	up := tcpEcho(t)
+	listen := fmt.Sprintf("localhost:%d", freePorts(t, 1)[0])
+	list := []toxiproxy.Proxy{{Name: "db", Listen: listen, Upstream: up, Enabled: true}}
+	made, err := cl.Populate(list)
+	if err != nil || len(made) != 1 {
+		t.Fatalf("Populate: %v %+v", err, made)
+	}
+	if _, err := made[0].AddToxic("kept", "latency", "", 1, toxiproxy.Attributes{"latency": 1}); err != nil {
+		t.Fatal(err)
+	}
+	c := tcpDial(t, made[0].Listen)
+	echoBack(t, c, []byte("before"))
+	again, err := cl.Populate(list)
+	if err != nil || len(again) != 1 || again[0].Listen != made[0].Listen || len(again[0].ActiveToxics) != 1 || again[0].ActiveToxics[0].Name != "kept" {
+		t.Fatalf("Populate again: %v %+v, want db as it was, with its toxic", err, again)
+	}
+	echoBack(t, c, []byte("the same connection"))
+}
+
+// With proxy_metrics and runtime_metrics, the API's /metrics serves
+// Toxiproxy's series: a proxy's bytes each way once its connection ends,
+// and the runtime's.
+func TestToxiproxyMetrics(t *testing.T) {
+	t.Parallel()
+	p, cl, api, _ := toxiproxyDoppelWith(t, "127.0.0.1", ", proxy_metrics: true, runtime_metrics: true", "")
+	up := tcpEcho(t)
+	px, err := cl.CreateProxy("db", "127.0.0.1:0", up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tcpDial(t, px.Listen)
+	echoBack(t, c, []byte("ping"))
+	c.Close()
+	want := []string{"# TYPE toxiproxy_proxy_received_bytes_total counter", "# TYPE toxiproxy_proxy_sent_bytes_total counter"}
+	for _, name := range []string{"received", "sent"} {
+		for _, dir := range []string{"upstream", "downstream"} {
+			want = append(want, fmt.Sprintf(`toxiproxy_proxy_%s_bytes_total{direction=%q,listener=%q,proxy="db",upstream=%q} 4`, name, dir, px.Listen, up))
+		}
+	}
+	want = append(want, "# TYPE go_goroutines gauge", "# TYPE process_cpu_seconds_total counter", "# TYPE go_build_info gauge")
+	var body string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r, err := http.Get("http://" + api + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		body = string(b)
+		missing := 0
+		for _, w := range want {
+			if !strings.Contains(body, w+"\n") {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /metrics (%d) lacks some of\n%s\nin\n%.3000s", r.StatusCode, strings.Join(want, "\n"), body)
+		}
+	}
+	// Its connection is still logged as any.
+	p.waitLine("the connection's line", 5*time.Second, func(l string) bool {
+		return strings.Contains(l, `"message":"connection"`) && strings.Contains(l, `"proxy":"db"`) && strings.Contains(l, `"source":"toxiproxy"`)
+	})
+}
+
+// A listen address in use is Toxiproxy's answer, net.Listen's words and
+// 500, on create and in a populate, which returns what it made before.
+func TestToxiproxyClientListenInUse(t *testing.T) {
+	t.Parallel()
+	_, cl, _ := toxiproxyDoppel(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	inUse := "HTTP 500: listen tcp " + taken.Addr().String() + ": bind: address already in use"
+	_, port, _ := net.SplitHostPort(taken.Addr().String())
+	if _, err := cl.CreateProxy("db", "localhost:"+port, "127.0.0.1:9"); err == nil || err.Error() != "Create: "+inUse {
+		t.Errorf("CreateProxy on a port in use: %v, want Create: %s", err, inUse)
+	}
+	made, err := cl.Populate([]toxiproxy.Proxy{
+		{Name: "first", Listen: "127.0.0.1:0", Upstream: "127.0.0.1:9", Enabled: true},
+		{Name: "second", Listen: taken.Addr().String(), Upstream: "127.0.0.1:9", Enabled: true},
+	})
+	if err == nil || err.Error() != "Populate: "+inUse || len(made) != 1 || made[0].Name != "first" {
+		t.Errorf("Populate with a port in use: %v %+v, want first and Populate: %s", err, made, inUse)
 	}
 }
 

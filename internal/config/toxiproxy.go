@@ -11,6 +11,10 @@ type Toxiproxy struct {
 	// The API has no authentication, as Toxiproxy's has none: where its
 	// clients may open listeners is the document's to say.
 	AllowListen []Host `yaml:"allow_listen,omitempty" doc:"IP addresses, beyond loopback and host itself, that a proxy made through the API may listen on (0.0.0.0 or :: for every interface). Defaults to none."`
+	// Toxiproxy serves its metrics only when its -proxy-metrics and
+	// -runtime-metrics flags ask for them; these are those flags.
+	ProxyMetrics   bool `yaml:"proxy_metrics,omitempty" doc:"Serve Toxiproxy's proxy metrics (toxiproxy_proxy_received_bytes_total, toxiproxy_proxy_sent_bytes_total) at the API's /metrics, as Toxiproxy's -proxy-metrics flag does. Defaults to false."`
+	RuntimeMetrics bool `yaml:"runtime_metrics,omitempty" doc:"Serve the Go runtime's, the build's and the process's metrics at the API's /metrics, as Toxiproxy's -runtime-metrics flag does. Defaults to false."`
 }
 
 // validateToxiproxy is V49: the Toxiproxy API's port is its own, apart

@@ -71,3 +71,33 @@ func TestToxiproxyAllowListen(t *testing.T) {
 	}
 	expectOne(t, doc("toxiproxy: {host: 127.0.0.1, port: 8474, allow_listen: [db.internal]}\n"), "toxiproxy.allow_listen[0]", "not an IP address")
 }
+
+// proxy_metrics and runtime_metrics are Toxiproxy's -proxy-metrics and
+// -runtime-metrics flags: off unless given.
+func TestToxiproxyMetricsKeys(t *testing.T) {
+	d, err := Load([]byte(doc("toxiproxy: {host: 127.0.0.1, port: 8474, proxy_metrics: true, runtime_metrics: true}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Toxiproxy.ProxyMetrics || !d.Toxiproxy.RuntimeMetrics {
+		t.Fatalf("toxiproxy = %+v", d.Toxiproxy)
+	}
+	canon, err := Canonical(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(canon), "  port: 8474\n  proxy_metrics: true\n  runtime_metrics: true\n") {
+		t.Errorf("the canonical form lacks the metrics keys:\n%s", canon)
+	}
+	d, err = Load([]byte(doc("toxiproxy: {host: 127.0.0.1, port: 8474}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Toxiproxy.ProxyMetrics || d.Toxiproxy.RuntimeMetrics {
+		t.Errorf("absent, the metrics are off; got %+v", d.Toxiproxy)
+	}
+	if canon, _ := Canonical(d); strings.Contains(string(canon), "metrics") {
+		t.Errorf("keys not given are written:\n%s", canon)
+	}
+	expectOne(t, doc("toxiproxy: {host: 127.0.0.1, port: 8474, proxy_metrics: yes please}\n"), "toxiproxy.proxy_metrics", "")
+}

@@ -84,6 +84,8 @@ func startToxiproxy(doc *config.Document, o Options, jr *journal.Journal, m *tel
 		Own: func() []toxiproxy.Listener {
 			return append(own(), toxiproxy.Listener{Name: "Toxiproxy API", Addr: ln.Addr()})
 		},
+		ProxyMetrics:   t.ProxyMetrics,
+		RuntimeMetrics: t.RuntimeMetrics,
 	}
 	for _, h := range t.AllowListen {
 		api.AllowListen = append(api.AllowListen, h.Addr)

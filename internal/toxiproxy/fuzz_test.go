@@ -18,7 +18,7 @@ func FuzzDecodeToxic(f *testing.F) {
 		`{"name":"x","type":"slicer","stream":"upstream","toxicity":0.5,"attributes":{"average_size":64,"size_variation":32,"delay":10}}`,
 		`{"type":"limit_data","attributes":{"bytes":-1}}`,
 		`{"type":"bandwidth","attributes":{"rate":9223372036854775807}}`,
-		`{"type":"timeout","attributes":null}`, `{"type":"nope"}`, `[]`, `{`, ``,
+		`{"type":"timeout","attributes":null}`, `{"type":"noop","attributes":{"x":1}}`, `{"type":"nope"}`, `[]`, `{`, ``,
 	} {
 		f.Add([]byte(s))
 	}
@@ -36,7 +36,9 @@ func FuzzDecodeToxic(f *testing.F) {
 		if err := tx.Attributes.check(); err != nil {
 			t.Fatal(err)
 		}
-		_ = tx.entry()
+		if e, ok := tx.entry(); ok != (e.Toxic != nil) {
+			t.Fatalf("entry %+v, %v", e, ok)
+		}
 		if _, err := json.Marshal(tx); err != nil {
 			t.Fatal(err)
 		}

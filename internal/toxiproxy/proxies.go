@@ -18,6 +18,8 @@ type proxy struct {
 	addr                   net.Addr   // the relay's, while enabled
 	toxics                 []*toxic   // in the order they were added
 	report                 func(tcp.Record)
+	metrics                *metrics
+	series                 series // its metrics' labels, while enabled
 }
 
 // proxyJSON is a proxy as Toxiproxy's API writes it.
@@ -67,22 +69,26 @@ func (p *proxy) start() error {
 	if p.enabled {
 		return nil
 	}
-	r := &tcp.Proxy{Name: p.name, Upstream: p.upstream, Report: p.report, CloseUnreachable: true}
+	report, bound := p.metrics.relayReport(p.name, p.upstream, p.report)
+	r := &tcp.Proxy{Name: p.name, Upstream: p.upstream, Report: report, CloseUnreachable: true}
 	r.SetToxics(p.chains())
 	addr, err := r.Listen(p.listen)
 	if err != nil {
 		return err
 	}
 	p.relay, p.addr, p.listen, p.enabled = r, addr, addr.String(), true
+	p.series = bound(p.listen)
 	return nil
 }
 
-// stop stops listening and ends the proxy's connections.
+// stop stops listening and ends the proxy's connections; their records
+// are all in before it returns.
 func (p *proxy) stop() {
 	if !p.enabled {
 		return
 	}
 	_ = p.relay.Close()
+	p.metrics.retire(p.series)
 	p.relay, p.addr, p.enabled = nil, nil, false
 }
 
@@ -96,10 +102,13 @@ func (p *proxy) apply() {
 func (p *proxy) chains() *tcp.Toxics {
 	var t tcp.Toxics
 	for _, x := range p.toxics {
-		if x.Stream == "upstream" {
-			t.Up = append(t.Up, x.entry())
-		} else {
-			t.Down = append(t.Down, x.entry())
+		e, ok := x.entry()
+		switch {
+		case !ok:
+		case x.Stream == "upstream":
+			t.Up = append(t.Up, e)
+		default:
+			t.Down = append(t.Down, e)
 		}
 	}
 	return &t

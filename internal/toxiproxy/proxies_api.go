@@ -17,7 +17,7 @@ import (
 // the listeners of that moment.
 
 func (s *Server) newProxy(name string, t target) *proxy {
-	return &proxy{name: name, listen: t.bind, upstream: t.upstream.text, resolved: t.upstream, report: s.Report}
+	return &proxy{name: name, listen: t.bind, upstream: t.upstream.text, resolved: t.upstream, report: s.Report, metrics: s.metrics}
 }
 
 func (s *Server) policy() listenPolicy { return listenPolicy{host: s.Host, allow: s.AllowListen} }
@@ -93,7 +93,7 @@ func (s *Server) proxyIndex(w http.ResponseWriter, _ *http.Request) {
 		sw.raw(":")
 		sw.value(p)
 	}
-	sw.raw("}\n")
+	sw.raw("}")
 }
 
 // proxyInput is a proxy a client sends; enabled is true unless given.
@@ -178,30 +178,34 @@ func (s *Server) proxyCreate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, p.json())
 }
 
-// populate makes or replaces each proxy of a list, as Toxiproxy does: one
-// with the same listen and upstream is left as it is, another is stopped
-// and replaced (its toxics go). The list is checked whole first; a proxy
+// populate makes or replaces each proxy of a list, as Toxiproxy 2.12.0
+// does: one with the same listen and upstream is left as it is, with its
+// toxics and connections, and is in the answer; another is stopped and
+// replaced (its toxics go). The list is checked whole first; a proxy
 // that cannot listen, or whose upstream is one of Doppel's listeners,
-// ends it, and the answer names those made so far.
+// ends it, and the answer names those made so far. Every error is in
+// populate's own answer, as Toxiproxy writes it, with no proxies when
+// none were made.
 func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
+	refuse := func(e *apiError) { writePopulated(w, e.Status, e, nil) }
 	body, e := readBody(w, r)
 	if e != nil {
-		writeError(w, e)
+		refuse(e)
 		return
 	}
 	var in []proxyInput
 	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, badBody(err))
+		refuse(badBody(err))
 		return
 	}
 	for i := range in {
 		if e := in[i].check(fmt.Sprintf(" at proxy %d", i+1)); e != nil {
-			writeError(w, e)
+			refuse(e)
 			return
 		}
 	}
 	if len(in) > MaxProxies {
-		writeError(w, tooMany("proxies", MaxProxies))
+		refuse(tooMany("proxies", MaxProxies))
 		return
 	}
 	targets := make([]target, len(in))
@@ -213,7 +217,7 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 	}
 	cancel()
 	if e != nil {
-		writeError(w, e)
+		refuse(e)
 		return
 	}
 	s.mu.Lock()
@@ -229,14 +233,16 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 		names[p.Name] = true
 	}
 	if len(names) > MaxProxies {
-		writeError(w, tooMany("proxies", MaxProxies))
+		refuse(tooMany("proxies", MaxProxies))
 		return
 	}
 	var failed *apiError
 	made := make([]proxyJSON, 0, len(in))
 	for i, in := range in {
 		old := s.proxies[in.Name]
-		if old != nil && old.listen == in.Listen && old.upstream == in.Upstream {
+		// As Toxiproxy compares them: the listen resolved (localhost:N
+		// is the 127.0.0.1:N a proxy reports), the upstream as written.
+		if old != nil && old.listen == targets[i].bind && old.upstream == in.Upstream {
 			made = append(made, old.json())
 			continue
 		}
@@ -264,8 +270,9 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 }
 
 // writePopulated is populate's answer, {"proxies": [...]} with
-// Toxiproxy's error beside them when one ended the list; the proxies are
-// encoded one by one as they are written.
+// Toxiproxy's error before them when one ended the list, and, as
+// Toxiproxy writes it, "proxies": null when there are none; the proxies
+// are encoded one by one as they are written.
 func writePopulated(w http.ResponseWriter, status int, failed *apiError, made []proxyJSON) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -276,6 +283,10 @@ func writePopulated(w http.ResponseWriter, status int, failed *apiError, made []
 		sw.value(failed.Message)
 		sw.raw(`,"status":` + strconv.Itoa(failed.Status) + ",")
 	}
+	if len(made) == 0 {
+		sw.raw(`"proxies":null}`)
+		return
+	}
 	sw.raw(`"proxies":[`)
 	for i, p := range made {
 		if i > 0 {
@@ -283,7 +294,7 @@ func writePopulated(w http.ResponseWriter, status int, failed *apiError, made []
 		}
 		sw.value(p)
 	}
-	sw.raw("]}\n")
+	sw.raw("]}")
 }
 
 // proxyUpdate changes enabled, listen and upstream, each the proxy's own

@@ -21,7 +21,8 @@ type toxic struct {
 }
 
 // attributes are one toxic type's settings, in Toxiproxy's units, and
-// what they are on Doppel's relay.
+// what they are on Doppel's relay: nil for a toxic that does nothing
+// there (noop).
 type attributes interface {
 	check() error
 	relay() tcp.Toxic
@@ -37,6 +38,7 @@ var toxicTypes = map[string]func() attributes{
 	"limit_data": func() attributes { return &limitData{} },
 	"slicer":     func() attributes { return &slicer{} },
 	"slow_close": func() attributes { return &slowClose{} },
+	"noop":       func() attributes { return &noop{} },
 }
 
 // maxMillis bounds a time a toxic is given: a day, far past any test, and
@@ -149,6 +151,14 @@ type slowClose struct {
 func (a *slowClose) check() error     { return checkMillis("delay", a.Delay) }
 func (a *slowClose) relay() tcp.Toxic { return tcp.SlowClose{Delay: ms(a.Delay)} }
 
+// noop does nothing, as Toxiproxy's: it is listed, changed and removed
+// like any toxic, and has no attributes (any given are ignored, as
+// Toxiproxy ignores them) and no part in the relay.
+type noop struct{}
+
+func (*noop) check() error     { return nil }
+func (*noop) relay() tcp.Toxic { return nil }
+
 // decodeToxic reads a new toxic as Toxiproxy does: stream downstream and
 // toxicity 1 unless given, the name <type>_<stream> unless given, then the
 // attributes of its type. The checks come in Toxiproxy's order, so that
@@ -248,7 +258,9 @@ func checkToxic(t *toxic) *apiError {
 	return nil
 }
 
-// entry is the toxic on Doppel's relay.
-func (t *toxic) entry() tcp.Entry {
-	return tcp.Entry{Toxic: t.Attributes.relay(), Toxicity: float64(t.Toxicity)}
+// entry is the toxic on Doppel's relay; false for one that has no part
+// in it.
+func (t *toxic) entry() (tcp.Entry, bool) {
+	r := t.Attributes.relay()
+	return tcp.Entry{Toxic: r, Toxicity: float64(t.Toxicity)}, r != nil
 }
