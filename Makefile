@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test lint schema fuzz clean bench dashboard-test screenshots
+.PHONY: all build test test-toxiproxy lint schema fuzz clean bench dashboard-test screenshots
 
 all: lint test build
 
@@ -14,6 +14,17 @@ build:
 # cluster started and removed by scripts/with-postgres.sh.
 test:
 	scripts/with-postgres.sh $(GO) test -race -count=1 $(PKGS)
+
+# Toxiproxy's own tests (api_test.go, proxy_test.go, the toxics' through a
+# proxy) against the binary, one release after the other, serially, outside
+# the parallel groups of `test`: their timing assertions are Toxiproxy's.
+# TOXIPROXY_VERSIONS picks releases, TOXIPROXY_COUNT=N runs each test N
+# times, TOXIPROXY_LOGS=DIR keeps Doppel's log (docs/toxiproxy.md).
+TOXIPROXY_VERSIONS ?= v2.12.0 v2.5.0
+TOXIPROXY_COUNT ?= 1
+test-toxiproxy:
+	DOPPEL_TOXIPROXY_TESTS=1 TOXIPROXY_VERSIONS="$(TOXIPROXY_VERSIONS)" TOXIPROXY_COUNT="$(TOXIPROXY_COUNT)" \
+		$(GO) test -count=1 -v -timeout 0 ./test/toxiproxy
 
 lint:
 	$(GO) vet $(PKGS)
