@@ -34,6 +34,88 @@ type Link struct {
 	// instead of the proxy's in force.
 	plan    *Toxics
 	planned bool
+
+	mu       sync.Mutex
+	timeouts map[timeoutKey]bool // the timeouts noted, and whether each applies (its toxicity rolled)
+}
+
+// timeoutKey is a timeout toxic of one direction.
+type timeoutKey struct {
+	dir Direction
+	t   Timeout
+}
+
+// noteTimeouts makes each timeout toxic of s the link's from now, as
+// Toxiproxy's toxics reach its open connections when added: its toxicity
+// rolled once, its time running, and its removal watched, which closes
+// the connection. The proxy calls it on every change of its toxics, and
+// once when the link starts.
+func (l *Link) noteTimeouts(s *Toxics) {
+	if l.planned || s == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, dir := range []Direction{Upstream, Downstream} {
+		for _, e := range s.of(dir) {
+			t, ok := e.Toxic.(Timeout)
+			if !ok {
+				continue
+			}
+			k := timeoutKey{dir, t}
+			if _, seen := l.timeouts[k]; seen {
+				continue
+			}
+			if l.timeouts == nil {
+				l.timeouts = map[timeoutKey]bool{}
+			}
+			applies := e.Toxicity >= 1 || rand.Float64() < e.Toxicity
+			l.timeouts[k] = applies
+			if applies {
+				go l.watchTimeout(k)
+			}
+		}
+	}
+}
+
+// appliesTimeout is whether the timeout k was rolled in for the link;
+// not noted yet, it is noted now.
+func (l *Link) appliesTimeout(k timeoutKey, toxicity float64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if applies, seen := l.timeouts[k]; seen {
+		return applies
+	}
+	return toxicity >= 1 || rand.Float64() < toxicity
+}
+
+// watchTimeout closes the connection After the timeout k was noted, or
+// when k is removed from the proxy's toxics, whichever comes first.
+func (l *Link) watchTimeout(k timeoutKey) {
+	var up <-chan time.Time
+	if k.t.After > 0 {
+		t := time.NewTimer(k.t.After)
+		defer t.Stop()
+		up = t.C
+	}
+	for {
+		changed := l.proxy.changes()
+		if !slices.ContainsFunc(l.proxy.toxics.Load().of(k.dir), func(e Entry) bool { return e.Toxic == k.t }) {
+			l.mu.Lock()
+			delete(l.timeouts, k) // added again, it is a new one
+			l.mu.Unlock()
+			l.Cut(false)
+			return
+		}
+		select {
+		case <-changed:
+		case <-up:
+			l.Cut(false)
+			return
+		case <-l.done:
+			return
+		}
+	}
 }
 
 // Record is what a link did, once both directions ended.
@@ -120,12 +202,17 @@ func (l *Link) holds(t Toxic) bool {
 }
 
 // chain builds one direction's writers from the toxics in force, each
-// applied with its toxicity; the last writes to dst.
-func (l *Link) chain(toxics []Entry, dst net.Conn, count *atomic.Int64) writer {
+// applied with its toxicity (a timeout's as it was rolled when noted);
+// the last writes to dst.
+func (l *Link) chain(dir Direction, toxics []Entry, dst net.Conn, count *atomic.Int64) writer {
 	var w writer = &connWriter{c: dst, n: count}
 	for i := len(toxics) - 1; i >= 0; i-- {
 		e := toxics[i]
-		if e.Toxicity < 1 && rand.Float64() >= e.Toxicity {
+		if t, ok := e.Toxic.(Timeout); ok && !l.planned {
+			if !l.appliesTimeout(timeoutKey{dir, t}, e.Toxicity) {
+				continue
+			}
+		} else if e.Toxicity < 1 && rand.Float64() >= e.Toxicity {
 			continue
 		}
 		if !l.planned {
@@ -182,7 +269,7 @@ func (l *Link) pipe(dir Direction, src, dst net.Conn, count *atomic.Int64) error
 				_ = w.Release()
 			}
 			set = s
-			w = l.chain(s.of(dir), dst, count)
+			w = l.chain(dir, s.of(dir), dst, count)
 		}
 		return w
 	}

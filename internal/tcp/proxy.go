@@ -99,10 +99,15 @@ type Proxy struct {
 
 // SetToxics puts t in force, for open connections too.
 func (p *Proxy) SetToxics(t *Toxics) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.toxics.Store(t)
 	c := make(chan struct{})
 	if old := p.changed.Swap(&c); old != nil {
 		close(*old)
+	}
+	for l := range p.links {
+		l.noteTimeouts(t)
 	}
 }
 
@@ -200,6 +205,9 @@ func (p *Proxy) serve(c net.Conn) {
 		return
 	}
 	defer p.untrack(l)
+	if !l.planned {
+		l.noteTimeouts(p.toxics.Load())
+	}
 	l.run()
 }
 

@@ -349,64 +349,26 @@ func (w *limitWriter) Release() error { return w.next.Release() }
 
 // Timeout stops every byte this way; after After the connection is closed
 // (a FIN), and with After 0 it is held until the toxic goes or a side
-// leaves.
+// leaves. As Toxiproxy's, it is the connection's from the moment it is
+// added, data or not: its time runs from then, and removed, it closes the
+// connection (Link.noteTimeouts).
 type Timeout struct{ After time.Duration }
 
 func (Timeout) Name() string { return "timeout" }
 
 func (t Timeout) Wrap(next writer, l *Link) writer {
-	if t.After > 0 {
-		l.after(t.After, func() {
-			if l.holds(t) {
-				l.Cut(false)
-			}
-		})
+	if l.planned && t.After > 0 {
+		l.after(t.After, func() { l.Cut(false) })
 	}
-	w := &timeoutWriter{t: t, l: l, released: make(chan struct{})}
-	if !l.planned {
-		go w.watch()
-	}
-	return w
+	return timeoutWriter{}
 }
 
-// timeoutWriter drops what it is handed. Its toxic removed, it closes the
-// connection at once, as Toxiproxy's does; its chain replaced otherwise,
-// it leaves that to the next.
-type timeoutWriter struct {
-	t        Timeout
-	l        *Link
-	released chan struct{}
-}
+// timeoutWriter drops what it is handed.
+type timeoutWriter struct{}
 
-// watch closes the connection when the proxy's toxics no longer hold
-// the timeout, until the chain is replaced or the link ends.
-func (w *timeoutWriter) watch() {
-	for {
-		changed := w.l.proxy.changes()
-		if !w.l.holds(w.t) {
-			w.l.Cut(false)
-			return
-		}
-		select {
-		case <-changed:
-		case <-w.released:
-			return
-		case <-w.l.done:
-			return
-		}
-	}
-}
-
-func (w *timeoutWriter) Write([]byte) error { return nil }
-func (w *timeoutWriter) Close() error       { return nil }
-
-func (w *timeoutWriter) Release() error {
-	close(w.released)
-	if !w.l.holds(w.t) {
-		w.l.Cut(false)
-	}
-	return nil
-}
+func (timeoutWriter) Write([]byte) error { return nil }
+func (timeoutWriter) Close() error       { return nil }
+func (timeoutWriter) Release() error     { return nil }
 
 // ResetPeer resets the connection (a TCP RST) After its start, or at once.
 // With OnData, as Toxiproxy's reset_peer, the time starts with the first

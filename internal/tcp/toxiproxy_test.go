@@ -104,3 +104,24 @@ func TestAnUnreachableUpstreamClosesOrResets(t *testing.T) {
 		}
 	}
 }
+
+// A timeout is the connection's from the moment it is added, data or
+// not: added and removed before a byte passes, it closes the connection,
+// and its time runs from when it was added.
+func TestATimeoutReachesAnIdleConnection(t *testing.T) {
+	p, addr, _ := start(t, echo(t, nil), nil)
+	c := dial(t, addr)
+	roundTrip(t, c, []byte("before"))
+	p.SetToxics(&Toxics{Up: []Entry{{Toxic: Timeout{}, Toxicity: 1}}})
+	p.SetToxics(nil)
+	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
+		t.Fatalf("added and removed: %q, %v; want the connection closed", got, err)
+	}
+	c = dial(t, addr)
+	roundTrip(t, c, []byte("before"))
+	began := time.Now()
+	p.SetToxics(&Toxics{Down: []Entry{{Toxic: Timeout{After: 200 * time.Millisecond}, Toxicity: 1}}})
+	if got, err := io.ReadAll(c); err != nil || len(got) != 0 || time.Since(began) < 150*time.Millisecond {
+		t.Fatalf("a timeout of 200 ms on an idle connection: %q, %v after %v", got, err, time.Since(began))
+	}
+}
