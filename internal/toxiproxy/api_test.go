@@ -218,3 +218,23 @@ func TestProxiesAreBounded(t *testing.T) {
 	code, body := call(t, s, "POST", "/populate", b.String())
 	wantError(t, code, body, 400, "too many proxies")
 }
+
+// A proxy made disabled reports its listen as written until it listens,
+// then the address bound, as Toxiproxy does.
+func TestADisabledProxyReportsItsListenAsWritten(t *testing.T) {
+	s := newServer(t)
+	code, body := call(t, s, "POST", "/proxies", `{"name":"db","listen":"localhost:0","upstream":"127.0.0.1:1","enabled":false}`)
+	var p proxyJSON
+	if _ = json.Unmarshal([]byte(body), &p); code != 201 || p.Listen != "localhost:0" || p.Enabled {
+		t.Fatalf("made disabled: %d %s", code, body)
+	}
+	_, body = call(t, s, "POST", "/proxies/db", `{"enabled":true}`)
+	if _ = json.Unmarshal([]byte(body), &p); !p.Enabled || !strings.HasPrefix(p.Listen, "127.0.0.1:") || p.Listen == "127.0.0.1:0" {
+		t.Fatalf("enabled: %s", body)
+	}
+	bound := p.Listen
+	_, body = call(t, s, "POST", "/proxies/db", `{"enabled":false}`)
+	if _ = json.Unmarshal([]byte(body), &p); p.Enabled || p.Listen != bound {
+		t.Fatalf("disabled again, it reports %q, want the address it was bound to, %q: %s", p.Listen, bound, body)
+	}
+}

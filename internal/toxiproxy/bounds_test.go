@@ -87,7 +87,8 @@ func TestListenIsLoopbackTheAPIsHostOrAllowed(t *testing.T) {
 			t.Errorf("listen %q: the refusal does not say where to allow it: %s", l, body)
 		}
 	}
-	// Neither on update, nor in a list, where nothing is made.
+	// Neither on update, nor in a list, which ends there: the proxies
+	// before are made, as Toxiproxy makes them, none after.
 	call(t, loopback, "POST", "/proxies", `{"name":"db","listen":"127.0.0.1:0","upstream":"127.0.0.1:1"}`)
 	code, body := call(t, loopback, "POST", "/proxies/db", `{"listen":"0.0.0.0:0"}`)
 	wantError(t, code, body, 400, "bad request body: listen ")
@@ -96,10 +97,14 @@ func TestListenIsLoopbackTheAPIsHostOrAllowed(t *testing.T) {
 	if _ = json.Unmarshal([]byte(body), &p); !p.Enabled || !strings.HasPrefix(p.Listen, "127.0.0.1:") {
 		t.Errorf("a refused update changed the proxy: %s", body)
 	}
-	code, body = call(t, loopback, "POST", "/populate", `[{"name":"a","listen":"127.0.0.1:0","upstream":"127.0.0.1:1"},{"name":"b","listen":"0.0.0.0:0","upstream":"127.0.0.1:1"}]`)
-	wantError(t, code, body, 400, "bad request body: listen ")
-	if code, _ := call(t, loopback, "GET", "/proxies/a", ""); code != 404 {
-		t.Error("a refused list made some of its proxies")
+	code, body = call(t, loopback, "POST", "/populate", `[{"name":"a","listen":"127.0.0.1:0","upstream":"127.0.0.1:1"},{"name":"b","listen":"0.0.0.0:0","upstream":"127.0.0.1:1"},{"name":"c","listen":"127.0.0.1:0","upstream":"127.0.0.1:1"}]`)
+	if code != 400 || !strings.Contains(body, `"error":"bad request body: listen `) || !strings.Contains(body, `"name":"a"`) {
+		t.Errorf("a list with a listen refused: %d %s", code, body)
+	}
+	for name, want := range map[string]int{"a": 200, "b": 404, "c": 404} {
+		if code, _ := call(t, loopback, "GET", "/proxies/"+name, ""); code != want {
+			t.Errorf("after a list refused at b, GET /proxies/%s is %d, want %d", name, code, want)
+		}
 	}
 
 	// The API bound to every interface, as in a container: its proxies

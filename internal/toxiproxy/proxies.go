@@ -12,6 +12,10 @@ import (
 // server's lock guards it.
 type proxy struct {
 	name, listen, upstream string
+	// written is the listen as the client wrote it, which the proxy
+	// reports until it listens, as Toxiproxy does ("" once it has: then
+	// the address bound).
+	written string
 	resolved               *address // upstream, as it was checked
 	enabled                bool
 	relay                  *tcp.Proxy // while enabled
@@ -32,7 +36,11 @@ type proxyJSON struct {
 }
 
 func (p *proxy) json() proxyJSON {
-	return proxyJSON{Name: p.name, Listen: p.listen, Upstream: p.upstream, Enabled: p.enabled, Toxics: p.toxicList()}
+	listen := p.listen
+	if p.written != "" {
+		listen = p.written
+	}
+	return proxyJSON{Name: p.name, Listen: listen, Upstream: p.upstream, Enabled: p.enabled, Toxics: p.toxicList()}
 }
 
 // sortProxies orders proxies by name, as Toxiproxy's object of them is.
@@ -76,7 +84,7 @@ func (p *proxy) start() error {
 	if err != nil {
 		return err
 	}
-	p.relay, p.addr, p.listen, p.enabled = r, addr, addr.String(), true
+	p.relay, p.addr, p.listen, p.written, p.enabled = r, addr, addr.String(), "", true
 	p.series = bound(p.listen)
 	return nil
 }

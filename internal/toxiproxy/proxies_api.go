@@ -17,7 +17,7 @@ import (
 // the listeners of that moment.
 
 func (s *Server) newProxy(name string, t target) *proxy {
-	return &proxy{name: name, listen: t.bind, upstream: t.upstream.text, resolved: t.upstream, report: s.Report, metrics: s.metrics}
+	return &proxy{name: name, listen: t.bind, written: t.written, upstream: t.upstream.text, resolved: t.upstream, report: s.Report, metrics: s.metrics}
 }
 
 func (s *Server) policy() listenPolicy { return listenPolicy{host: s.Host, allow: s.AllowListen} }
@@ -25,6 +25,7 @@ func (s *Server) policy() listenPolicy { return listenPolicy{host: s.Host, allow
 // target is a proxy's listen and upstream, checked and resolved.
 type target struct {
 	bind     string // the listen address to bind: an IP address and a port
+	written  string // the listen as the client wrote it
 	upstream *address
 }
 
@@ -42,7 +43,7 @@ func (s *Server) prepare(ctx context.Context, listen, up string) (target, *apiEr
 	if e != nil {
 		return target{}, e
 	}
-	return target{bind: bind, upstream: a}, nil
+	return target{bind: bind, written: listen, upstream: a}, nil
 }
 
 // checkOwn refuses t's upstream when it reaches one of Doppel's own
@@ -181,9 +182,11 @@ func (s *Server) proxyCreate(w http.ResponseWriter, r *http.Request) {
 // populate makes or replaces each proxy of a list, as Toxiproxy 2.12.0
 // does: one with the same listen and upstream is left as it is, with its
 // toxics and connections, and is in the answer; another is stopped and
-// replaced (its toxics go). The list is checked whole first; a proxy
-// that cannot listen, or whose upstream is one of Doppel's listeners,
-// ends it, and the answer names those made so far. Every error is in
+// replaced (its toxics go). Names and upstreams are checked for the
+// whole list first, as Toxiproxy checks them; then each proxy in turn, and
+// the first whose listen or upstream is refused, that cannot listen, or
+// whose upstream is one of Doppel's listeners, ends it: those before it
+// are made, and the answer names them. Every error is in
 // populate's own answer, as Toxiproxy writes it, with no proxies when
 // none were made.
 func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
@@ -208,18 +211,19 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 		refuse(tooMany("proxies", MaxProxies))
 		return
 	}
+	// Each listen and upstream is checked and resolved before the lock is
+	// taken; the first that fails ends the list where it stands, those
+	// before it made, as in Toxiproxy.
 	targets := make([]target, len(in))
 	ctx, cancel := resolveContext(r)
+	bad := len(in)
 	for i, p := range in {
 		if targets[i], e = s.prepare(ctx, p.Listen, p.Upstream); e != nil {
+			bad = i
 			break
 		}
 	}
 	cancel()
-	if e != nil {
-		refuse(e)
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proxies == nil {
@@ -239,6 +243,10 @@ func (s *Server) populate(w http.ResponseWriter, r *http.Request) {
 	var failed *apiError
 	made := make([]proxyJSON, 0, len(in))
 	for i, in := range in {
+		if i == bad {
+			failed = e
+			break
+		}
 		old := s.proxies[in.Name]
 		// As Toxiproxy compares them: the listen resolved (localhost:N
 		// is the 127.0.0.1:N a proxy reports), the upstream as written.
@@ -317,15 +325,15 @@ func (s *Server) proxyUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	// What is given is checked before the lock; what is not is the
 	// proxy's, read under it, as it was checked when it was given.
-	var bind string
+	var bind, written string
 	var up *address
 	ctx, cancel := resolveContext(r)
 	if in.Listen != nil {
-		listen := *in.Listen
-		if listen == "" {
-			listen = ":0"
+		written = *in.Listen
+		if written == "" {
+			written = ":0"
 		}
-		bind, e = s.policy().bind(ctx, listen)
+		bind, e = s.policy().bind(ctx, written)
 	}
 	if e == nil && in.Upstream != nil {
 		up, e = upstream(ctx, *in.Upstream)
@@ -358,6 +366,9 @@ func (s *Server) proxyUpdate(w http.ResponseWriter, r *http.Request) {
 		}
 		p.stop()
 		p.listen, p.upstream, p.resolved = t.bind, t.upstream.text, t.upstream
+		if in.Listen != nil {
+			p.written = written
+		}
 	}
 	if enabled != p.enabled {
 		if !enabled {
