@@ -15,15 +15,15 @@ type proxy struct {
 	// written is the listen as the client wrote it, which the proxy
 	// reports until it listens, as Toxiproxy does ("" once it has: then
 	// the address bound).
-	written string
-	resolved               *address // upstream, as it was checked
-	enabled                bool
-	relay                  *tcp.Proxy // while enabled
-	addr                   net.Addr   // the relay's, while enabled
-	toxics                 []*toxic   // in the order they were added
-	report                 func(tcp.Record)
-	metrics                *metrics
-	series                 series // its metrics' labels, while enabled
+	written  string
+	resolved *address // upstream, as it was checked
+	enabled  bool
+	relay    *tcp.Proxy // while enabled
+	addr     net.Addr   // the relay's, while enabled
+	toxics   []*toxic   // in the order they were added
+	report   func(tcp.Record)
+	metrics  *metrics
+	series   series // its metrics' labels, while enabled
 }
 
 // proxyJSON is a proxy as Toxiproxy's API writes it.
