@@ -39,10 +39,29 @@ type Link struct {
 	timeouts map[timeoutKey]bool // the timeouts noted, and whether each applies (its toxicity rolled)
 }
 
-// timeoutKey is a timeout toxic of one direction.
+// timeoutKey is a timeout toxic of one direction: by its name when it
+// has one (changed, it is still the same toxic), else by its value.
 type timeoutKey struct {
-	dir Direction
-	t   Timeout
+	dir  Direction
+	name string
+	t    Timeout // "" name only
+}
+
+func keyOf(dir Direction, e Entry, t Timeout) timeoutKey {
+	if e.Name != "" {
+		return timeoutKey{dir: dir, name: e.Name}
+	}
+	return timeoutKey{dir: dir, t: t}
+}
+
+// timeoutIn is the timeout of key k among s, if it is there.
+func timeoutIn(s *Toxics, k timeoutKey) (Timeout, bool) {
+	for _, e := range s.of(k.dir) {
+		if t, ok := e.Toxic.(Timeout); ok && keyOf(k.dir, e, t) == k {
+			return t, true
+		}
+	}
+	return Timeout{}, false
 }
 
 // noteTimeouts makes each timeout toxic of s the link's from now, as
@@ -62,7 +81,7 @@ func (l *Link) noteTimeouts(s *Toxics) {
 			if !ok {
 				continue
 			}
-			k := timeoutKey{dir, t}
+			k := keyOf(dir, e, t)
 			if _, seen := l.timeouts[k]; seen {
 				continue
 			}
@@ -72,14 +91,15 @@ func (l *Link) noteTimeouts(s *Toxics) {
 			applies := e.Toxicity >= 1 || rand.Float64() < e.Toxicity
 			l.timeouts[k] = applies
 			if applies {
-				go l.watchTimeout(k)
+				go l.watchTimeout(k, t)
 			}
 		}
 	}
 }
 
-// appliesTimeout is whether the timeout k was rolled in for the link;
-// not noted yet, it is noted now.
+// appliesTimeout is whether the timeout k was rolled in for the link
+// when it was noted; one not noted (it came and went between a change and
+// this chain) is rolled now.
 func (l *Link) appliesTimeout(k timeoutKey, toxicity float64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -89,27 +109,37 @@ func (l *Link) appliesTimeout(k timeoutKey, toxicity float64) bool {
 	return toxicity >= 1 || rand.Float64() < toxicity
 }
 
-// watchTimeout closes the connection After the timeout k was noted, or
-// when k is removed from the proxy's toxics, whichever comes first.
-func (l *Link) watchTimeout(k timeoutKey) {
-	var up <-chan time.Time
-	if k.t.After > 0 {
-		t := time.NewTimer(k.t.After)
-		defer t.Stop()
-		up = t.C
+// watchTimeout closes the connection After the timeout k was noted (or
+// last changed: Toxiproxy runs a changed toxic anew), or when k is
+// removed from the proxy's toxics, whichever comes first.
+func (l *Link) watchTimeout(k timeoutKey, t Timeout) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	arm := func(t Timeout) {
+		timer.Stop()
+		if t.After > 0 {
+			timer.Reset(t.After)
+		}
 	}
+	arm(t)
 	for {
 		changed := l.proxy.changes()
-		if !slices.ContainsFunc(l.proxy.toxics.Load().of(k.dir), func(e Entry) bool { return e.Toxic == k.t }) {
+		now, ok := timeoutIn(l.proxy.toxics.Load(), k)
+		if !ok {
 			l.mu.Lock()
 			delete(l.timeouts, k) // added again, it is a new one
 			l.mu.Unlock()
 			l.Cut(false)
 			return
 		}
+		if now != t {
+			t = now
+			arm(t)
+		}
 		select {
 		case <-changed:
-		case <-up:
+		case <-timer.C:
 			l.Cut(false)
 			return
 		case <-l.done:
@@ -209,7 +239,7 @@ func (l *Link) chain(dir Direction, toxics []Entry, dst net.Conn, count *atomic.
 	for i := len(toxics) - 1; i >= 0; i-- {
 		e := toxics[i]
 		if t, ok := e.Toxic.(Timeout); ok && !l.planned {
-			if !l.appliesTimeout(timeoutKey{dir, t}, e.Toxicity) {
+			if !l.appliesTimeout(keyOf(dir, e, t), e.Toxicity) {
 				continue
 			}
 		} else if e.Toxicity < 1 && rand.Float64() >= e.Toxicity {

@@ -38,6 +38,9 @@ func (d Direction) String() string {
 type Entry struct {
 	Toxic    Toxic
 	Toxicity float64
+	// Name is the toxic's own name, when it has one (a Toxiproxy client's
+	// toxic): what makes it the same toxic when its attributes change.
+	Name string
 }
 
 // Toxics are both directions' chains, in order: replaced whole, never

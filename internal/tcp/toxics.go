@@ -142,6 +142,10 @@ func (w *latencyWriter) run() {
 		if w.err != nil {
 			continue // failed: what the relay still hands is dropped
 		}
+		if !removed && !w.l.planned {
+			// Removed since the last change seen: nothing waits.
+			removed = !w.l.holds(w.t0)
+		}
 		if d := time.Until(c.due); d > 0 && !removed {
 			var changed <-chan struct{} // a plan's toxics never change
 			if !w.l.planned {
@@ -207,10 +211,11 @@ func (w *latencyWriter) finish(close bool) error {
 
 func (w *latencyWriter) Close() error { return w.finish(true) }
 
-// Release sends what is held at once, as Toxiproxy's latency does when it
-// is taken out of the chain, then releases the rest of the chain.
+// Release passes on what is held, then releases the rest of the chain:
+// at once when the toxic was removed, as Toxiproxy's latency does; still
+// in force (another toxic changed), each chunk at its time.
 func (w *latencyWriter) Release() error {
-	if w.queue != nil {
+	if w.queue != nil && !w.l.holds(w.t0) {
 		close(w.hurry)
 	}
 	if err := w.finish(false); err != nil {

@@ -125,3 +125,43 @@ func TestATimeoutReachesAnIdleConnection(t *testing.T) {
 		t.Fatalf("a timeout of 200 ms on an idle connection: %q, %v after %v", got, err, time.Since(began))
 	}
 }
+
+// A Toxiproxy toxic changed is the same toxic, run anew: a timeout whose
+// time changes keeps the connection, its new time running from then.
+func TestAChangedTimeoutKeepsTheConnection(t *testing.T) {
+	p, addr, _ := start(t, echo(t, nil), &Toxics{Up: []Entry{{Toxic: Timeout{}, Toxicity: 1, Name: "t"}}})
+	c := dial(t, addr)
+	if _, err := c.Write([]byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	p.SetToxics(&Toxics{Up: []Entry{{Toxic: Timeout{After: 300 * time.Millisecond}, Toxicity: 1, Name: "t"}}})
+	if got, err := io.ReadAll(c); err != nil || len(got) != 0 || time.Since(began) < 250*time.Millisecond {
+		t.Fatalf("changed to 300 ms: %q, %v after %v; want the end 300 ms after the change", got, err, time.Since(began))
+	}
+}
+
+// Another toxic added or removed leaves a latency in force as it is: what
+// it holds still waits its time.
+func TestALatencyStaysWhenAnotherToxicChanges(t *testing.T) {
+	lat := Entry{Toxic: Latency{Base: 600 * time.Millisecond}, Toxicity: 1}
+	p, addr, _ := start(t, echo(t, nil), &Toxics{Down: []Entry{lat}})
+	c := dial(t, addr)
+	began := time.Now()
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	p.SetToxics(&Toxics{Up: []Entry{{Toxic: Bandwidth{BytesPerSecond: 1 << 30}, Toxicity: 1}}, Down: []Entry{lat}})
+	// Bytes after the change: each direction's chain is built again.
+	if _, err := c.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "ping" {
+		t.Fatalf("%q %v", got, err)
+	}
+	if d := time.Since(began); d < 550*time.Millisecond {
+		t.Errorf("the held chunk came after %v: another toxic's change let it skip its latency", d)
+	}
+}

@@ -262,5 +262,5 @@ func checkToxic(t *toxic) *apiError {
 // in it.
 func (t *toxic) entry() (tcp.Entry, bool) {
 	r := t.Attributes.relay()
-	return tcp.Entry{Toxic: r, Toxicity: float64(t.Toxicity)}, r != nil
+	return tcp.Entry{Toxic: r, Toxicity: float64(t.Toxicity), Name: t.Name}, r != nil
 }
