@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
@@ -40,6 +41,9 @@ const (
 	// peerEventsQueued is how many events of the peers wait for the
 	// client at most; a follower waits past it, and its peer drops for it.
 	peerEventsQueued = 64
+	// peerSilence is how long a followed peer may send nothing, its
+	// keep-alives included, before it is missing.
+	peerSilence = 3 * streamKeepAlive
 	// maxCursorParts bounds what a Last-Event-ID names.
 	maxCursorParts = 1024
 	// framesType is the media type of a peer's framed stream.
@@ -107,6 +111,7 @@ type peerStream struct {
 	status  int
 	index   uint64
 	pending []byte
+	onFrame func() // each frame checked, when set
 }
 
 func newPeerStream(body io.Reader, key fleet.Key, req *http.Request, status int) *peerStream {
@@ -138,6 +143,9 @@ func (p *peerStream) frame() ([]byte, error) {
 		return nil, err
 	}
 	p.index++
+	if p.onFrame != nil {
+		p.onFrame()
+	}
 	return b, nil
 }
 
@@ -155,6 +163,17 @@ func (p *peerStream) body(limit int) ([]byte, error) {
 		out = append(out, b...)
 	}
 	return nil, errors.New("its error answer is over its bound")
+}
+
+// refusal is a peer's answer that is not its stream, as an error: its
+// code and message when it is the API's envelope.
+func refusal(res *http.Response) error {
+	got, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	var env apierr.Envelope
+	if json.Unmarshal(got, &env) == nil && env.Code != "" {
+		return &refused{status: res.StatusCode, code: string(env.Code), message: env.Message}
+	}
+	return &refused{status: res.StatusCode, message: res.Status}
 }
 
 // sseEvent is an event of a stream: its type, id and data.
@@ -350,6 +369,8 @@ func (s *Server) readPeerStream(ctx context.Context, fl *follower, query url.Val
 		return fmt.Errorf("its advertised URL is not one: %v", err)
 	}
 	u.Path, u.RawPath, u.RawQuery = "/api/v1/requests/stream", "", query.Encode()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
 	if err != nil {
 		return err
@@ -365,10 +386,24 @@ func (s *Server) readPeerStream(ctx context.Context, fl *follower, query url.Val
 		return fmt.Errorf("no answer: %s", clip(fmt.Sprint(errors.Unwrap(err))))
 	}
 	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK && res.Header.Get("Content-Type") != framesType {
+		// Refused before its stream began (a signature that does not
+		// hold): the refusal says why, unsigned.
+		return refusal(res)
+	}
 	if res.Header.Get("Content-Type") != framesType {
 		return errNotFrames
 	}
+	// A peer that sends nothing, not even its keep-alive, for three of
+	// them is gone.
+	var silent atomic.Bool
+	idle := time.AfterFunc(peerSilence, func() {
+		silent.Store(true)
+		cancel()
+	})
+	defer idle.Stop()
 	ps := newPeerStream(res.Body, s.fleetKey, req, res.StatusCode)
+	ps.onFrame = func() { idle.Reset(peerSilence) }
 	if res.StatusCode != http.StatusOK {
 		got, err := ps.body(64 << 10)
 		if err != nil {
@@ -385,6 +420,9 @@ func (s *Server) readPeerStream(ctx context.Context, fl *follower, query url.Val
 	for {
 		ev, err := ps.next()
 		if err != nil {
+			if silent.Load() {
+				return fmt.Errorf("its stream sent nothing for %s", peerSilence)
+			}
 			if err == io.EOF {
 				return errors.New("its stream ended")
 			}
@@ -499,7 +537,6 @@ func (fs *fleetStream) follow(live []fleet.Replica, gone []missing, since time.T
 			fs.gone[r.ID] = missingOf(r, fmt.Errorf("a stream follows at most %d peers", maxFollowed))
 			continue
 		}
-		delete(fs.gone, r.ID)
 		ctx, cancel := context.WithCancel(fs.ctx)
 		fl := &follower{replica: r, cancel: cancel, started: time.Now(), live: make(chan struct{})}
 		if !replay {
@@ -510,7 +547,13 @@ func (fs *fleetStream) follow(live []fleet.Replica, gone []missing, since time.T
 		go fs.s.followPeer(ctx, fl, q, lastID, who, fs.events)
 	}
 	// A replica gone from the registry (its row deleted) is no longer
-	// said missing, nor in the cursor.
+	// followed, said missing, nor in the cursor.
+	for id, fl := range fs.followed {
+		if !now[id] {
+			fl.cancel()
+			delete(fs.followed, id)
+		}
+	}
 	for id := range fs.gone {
 		if !now[id] {
 			delete(fs.gone, id)
@@ -546,7 +589,9 @@ func (fs *fleetStream) replicas() replicasAnswer {
 		}
 	}
 	for _, id := range slices.Sorted(mapKeys(fs.gone)) {
-		a.Missing = append(a.Missing, fs.gone[id])
+		if fl, ok := fs.followed[id]; !ok || !fl.placed {
+			a.Missing = append(a.Missing, fs.gone[id])
+		}
 	}
 	return a
 }
@@ -751,9 +796,10 @@ func (s *Server) streamFleet(w http.ResponseWriter, r *http.Request, q url.Value
 		}
 		last[m.replica] = i
 	}
-	newest := map[string]uint64{}
+	// After its replay a replica is at its Start, not past the newest
+	// replayed: an entry numbered below that may still come live (the
+	// stream's own set of those sent keeps it from being sent twice).
 	for id, start := range starts {
-		newest[id] = start
 		if f, ok := first[id]; ok {
 			if _, had := cur.at[id]; !had {
 				cur.place(id, f-1)
@@ -762,15 +808,12 @@ func (s *Server) streamFleet(w http.ResponseWriter, r *http.Request, q url.Value
 			cur.place(id, start)
 		}
 	}
-	for _, m := range all {
-		newest[m.replica] = max(newest[m.replica], m.seq)
-	}
 	for i, m := range all {
 		if m.replica == self {
 			st.sent[m.seq] = struct{}{}
 		}
 		if last[m.replica] == i {
-			cur.place(m.replica, newest[m.replica])
+			cur.place(m.replica, starts[m.replica])
 		}
 		out = fs.appendEntry(out, m.replica, m.raw)
 		if len(out) >= streamKeep {
@@ -841,7 +884,14 @@ func (fs *fleetStream) relay(ev peerEvent) error {
 				out = appendDropped(out, fl.replica.ID, ev.dropped)
 			case peerPosition:
 				fl.placed = true
-				fs.cur.set(fl.replica.ID, ev.seq)
+				delete(fs.gone, fl.replica.ID)
+				if ev.resumed {
+					fs.cur.set(fl.replica.ID, ev.seq)
+				} else {
+					// Its journal is not where the cursor was (cleared,
+					// restarted): its own position from now.
+					fs.cur.place(fl.replica.ID, ev.seq)
+				}
 				if !ev.resumed {
 					out = append(out, ": some of replica "+fl.replica.ID+"'s entries after the last event are no longer kept\n\n"...)
 				}

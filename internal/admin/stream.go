@@ -54,12 +54,14 @@ func newStreams() *streams {
 	return &streams{of: map[string]int{}, turns: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
 }
 
-// open counts one more stream of caller, or says why not.
+// open counts one more stream of caller, or says why not; caller "" is a
+// fleet's stream asked by a peer, counted in all only (the replica asked
+// counted its caller's).
 func (st *streams) open(caller string) (closeFn func(), refusal string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	switch {
-	case st.of[caller] >= maxStreamsPerCaller:
+	case caller != "" && st.of[caller] >= maxStreamsPerCaller:
 		return nil, fmt.Sprintf("%s has %d streams of the journal open, the most one caller may; close one first", caller, maxStreamsPerCaller)
 	case st.all >= maxStreams:
 		return nil, fmt.Sprintf("%d streams of the journal are open, the most Doppel serves at once; close one first", maxStreams)
@@ -101,7 +103,11 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, c := s.policy(r)
-	done, refusal := s.streams.open(streamCaller(c, r))
+	caller := streamCaller(c, r)
+	if _, fromPeer := r.Context().Value(fleetCaller{}).(fleet.Identity); fromPeer {
+		caller = ""
+	}
+	done, refusal := s.streams.open(caller)
 	if refusal != "" {
 		apierr.Write(w, apierr.TooManySubscribers, refusal)
 		return
