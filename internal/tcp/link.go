@@ -231,26 +231,66 @@ func (l *Link) holds(t Toxic) bool {
 	return false
 }
 
+// stage is one toxic's place in a direction's chain, as built: its
+// writer, or nil when its toxicity rolled it out.
+type stage struct {
+	toxic Toxic
+	w     writer
+}
+
+// stages are a direction's, by the toxic's name (or its value when it has
+// none), for the next chain to keep.
+type stages map[any]stage
+
+func stageKey(e Entry) any {
+	if e.Name != "" {
+		return e.Name
+	}
+	return e.Toxic
+}
+
+// relinker is a stage that keeps its state (a count, a pace, a start)
+// when the chain is built again: it is put in front of the new next.
+type relinker interface{ relink(next writer) }
+
 // chain builds one direction's writers from the toxics in force, each
 // applied with its toxicity (a timeout's as it was rolled when noted);
-// the last writes to dst.
-func (l *Link) chain(dir Direction, toxics []Entry, dst net.Conn, count *atomic.Int64) writer {
+// the last writes to dst. A toxic that was in the chain before, unchanged,
+// keeps its roll and, if it keeps state, its writer, as Toxiproxy's
+// toxics keep theirs when another is added or removed.
+func (l *Link) chain(dir Direction, toxics []Entry, dst net.Conn, count *atomic.Int64, before stages) (writer, stages) {
 	var w writer = &connWriter{c: dst, n: count}
+	built := make(stages, len(toxics))
 	for i := len(toxics) - 1; i >= 0; i-- {
 		e := toxics[i]
-		if t, ok := e.Toxic.(Timeout); ok && !l.planned {
+		key := stageKey(e)
+		if old, ok := before[key]; ok && old.toxic == e.Toxic {
+			switch r := old.w.(type) {
+			case nil:
+				built[key] = old // rolled out, and stays so
+				continue
+			case relinker:
+				r.relink(w)
+				w = old.w
+				built[key] = old
+				continue
+			}
+		} else if t, ok := e.Toxic.(Timeout); ok && !l.planned {
 			if !l.appliesTimeout(keyOf(dir, e, t), e.Toxicity) {
+				built[key] = stage{toxic: e.Toxic}
 				continue
 			}
 		} else if e.Toxicity < 1 && rand.Float64() >= e.Toxicity {
+			built[key] = stage{toxic: e.Toxic}
 			continue
 		}
 		if !l.planned {
 			l.fired.Store(e.Toxic.Name(), true) // a plan names its faults itself
 		}
 		w = e.Toxic.Wrap(w, l)
+		built[key] = stage{toxic: e.Toxic, w: w}
 	}
-	return w
+	return w, built
 }
 
 // connWriter writes to the peer and counts what went.
@@ -285,8 +325,9 @@ const relayBuffer = 32 << 10
 func (l *Link) pipe(dir Direction, src, dst net.Conn, count *atomic.Int64) error {
 	buf := make([]byte, relayBuffer)
 	var (
-		set *Toxics
-		w   writer
+		set  *Toxics
+		w    writer
+		kept stages
 	)
 	current := func() writer {
 		s := l.plan
@@ -299,7 +340,7 @@ func (l *Link) pipe(dir Direction, src, dst net.Conn, count *atomic.Int64) error
 				_ = w.Release()
 			}
 			set = s
-			w = l.chain(dir, s.of(dir), dst, count)
+			w, kept = l.chain(dir, s.of(dir), dst, count, kept)
 		}
 		return w
 	}

@@ -266,8 +266,9 @@ func (w *bandwidthWriter) Write(b []byte) error {
 	return nil
 }
 
-func (w *bandwidthWriter) Close() error   { return w.next.Close() }
-func (w *bandwidthWriter) Release() error { return w.next.Release() }
+func (w *bandwidthWriter) Close() error       { return w.next.Close() }
+func (w *bandwidthWriter) relink(next writer) { w.next = next }
+func (w *bandwidthWriter) Release() error     { return w.next.Release() }
 
 // Slicer cuts the bytes into slices of about AverageSize (± SizeVariation)
 // with Delay between them, as a slow network splits segments.
@@ -304,8 +305,9 @@ func (w *slicerWriter) Write(b []byte) error {
 	return nil
 }
 
-func (w *slicerWriter) Close() error   { return w.next.Close() }
-func (w *slicerWriter) Release() error { return w.next.Release() }
+func (w *slicerWriter) Close() error       { return w.next.Close() }
+func (w *slicerWriter) relink(next writer) { w.next = next }
+func (w *slicerWriter) Release() error     { return w.next.Release() }
 
 // LimitData cuts the connection once Bytes have passed this way: a reset,
 // or a FIN with Close.
@@ -349,8 +351,9 @@ func (w *limitWriter) Write(b []byte) error {
 	return errCut
 }
 
-func (w *limitWriter) Close() error   { return w.next.Close() }
-func (w *limitWriter) Release() error { return w.next.Release() }
+func (w *limitWriter) Close() error       { return w.next.Close() }
+func (w *limitWriter) relink(next writer) { w.next = next }
+func (w *limitWriter) Release() error     { return w.next.Release() }
 
 // Timeout stops every byte this way; after After the connection is closed
 // (a FIN), and with After 0 it is held until the toxic goes or a side
@@ -424,6 +427,7 @@ func (w *resetOnDataWriter) Write([]byte) error {
 
 func (w *resetOnDataWriter) Close() error   { return nil }
 func (w *resetOnDataWriter) Release() error { return nil }
+func (w *resetOnDataWriter) relink(writer)  {}
 
 // SlowClose delays passing the source's close on by Delay.
 type SlowClose struct{ Delay time.Duration }
@@ -441,6 +445,7 @@ type slowCloseWriter struct {
 }
 
 func (w *slowCloseWriter) Write(b []byte) error { return w.next.Write(b) }
+func (w *slowCloseWriter) relink(next writer)   { w.next = next }
 func (w *slowCloseWriter) Release() error       { return w.next.Release() }
 
 func (w *slowCloseWriter) Close() error {

@@ -165,3 +165,22 @@ func TestALatencyStaysWhenAnotherToxicChanges(t *testing.T) {
 		t.Errorf("the held chunk came after %v: another toxic's change let it skip its latency", d)
 	}
 }
+
+// A toxic keeps its state when another is added, as Toxiproxy's do:
+// limit_data goes on counting.
+func TestAToxicKeepsItsCountWhenAnotherIsAdded(t *testing.T) {
+	limit := Entry{Toxic: LimitData{Bytes: 10, Close: true}, Toxicity: 1, Name: "limit"}
+	p, addr, _ := start(t, echo(t, nil), &Toxics{Down: []Entry{limit}})
+	c := dial(t, addr)
+	if got := roundTrip(t, c, []byte("123456")); string(got) != "123456" {
+		t.Fatalf("the first six bytes: %q", got)
+	}
+	p.SetToxics(&Toxics{Down: []Entry{{Toxic: Bandwidth{BytesPerSecond: 1 << 30}, Toxicity: 1, Name: "wide"}, limit}})
+	if _, err := c.Write([]byte("abcdef")); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(c)
+	if string(got) != "abcd" {
+		t.Fatalf("after another toxic was added, %q came back: want the 4 bytes left of the 10, then the end", got)
+	}
+}
