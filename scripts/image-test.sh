@@ -47,6 +47,13 @@ trap cleanup EXIT
 
 # --- the engine -------------------------------------------------------------
 
+for c in go curl tar; do
+	if ! command -v "$c" >/dev/null 2>&1; then
+		echo "image-test: $c is needed and not installed" >&2
+		exit 3
+	fi
+done
+
 install_podman() {
 	local sudo=""
 	if [ "$(id -u)" -ne 0 ]; then
@@ -196,6 +203,15 @@ code=$(curl -sS -o "$work/upload.out" -w '%{http_code}' -X PUT -H "X-Proxy-Autho
 body=$(curl -fsS "http://127.0.0.1:$proxy/page/7") || fail "GET /page/7 (the uploaded template) failed"
 [ "$body" = '{"page": 7}' ] || fail "GET /page/7: unexpected body $body"
 say "read the admin API, uploaded a template into the volume and rendered it"
+
+# The configuration directory is read-only: a write is refused, saying
+# why, and the configuration serves on.
+code=$(curl -sS -o "$work/delete.out" -w '%{http_code}' -X DELETE -H "X-Proxy-Authorization: Bearer $token" \
+	"http://127.0.0.1:$admin/api/v1/proxies/shop")
+case "$code" in 2*) fail "deleting shop from the read-only configuration answered $code" ;; esac
+grep -q 'read-only' "$work/delete.out" || fail "the refused write does not say the configuration is read-only: $(cat "$work/delete.out")"
+say "a write to the read-only configuration: $code $(cat "$work/delete.out")"
+curl -fsS -o /dev/null "http://127.0.0.1:$proxy/offline" || fail "the proxy stopped serving after a refused write"
 
 # The CA bundle is the host's, where Go looks for it.
 "${engine[@]}" cp "$name:/etc/ssl/certs/ca-certificates.crt" "$work/ca.crt"
