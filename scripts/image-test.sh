@@ -26,6 +26,7 @@ name=doppel-image-test-$$
 volume=doppel-image-test-templates-$$
 tag=doppel:test
 engine=()
+as_root=() # sudo, for podman when not root: what the CI recipe runs is rootful
 upstream_pid=""
 cleanup() {
 	local rc=$?
@@ -40,7 +41,7 @@ cleanup() {
 		"${engine[@]}" rm -f "$name" >/dev/null 2>&1 || true
 		"${engine[@]}" volume rm -f "$volume" >/dev/null 2>&1 || true
 	fi
-	rm -rf "$work" 2>/dev/null || true
+	"${as_root[@]}" rm -rf "$work" 2>/dev/null || true
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -86,12 +87,15 @@ if [ ${#engine[@]} -eq 0 ]; then
 		printf '[containers]\ndefault_ulimits = []\n\n[engine]\ncgroup_manager = "cgroupfs"\n' >"$work/containers.conf"
 		export CONTAINERS_CONF="$work/containers.conf"
 	fi
-	engine=(podman --root "$work/storage" --runroot "$work/run")
+	if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+		as_root=(sudo env "CONTAINERS_CONF=$CONTAINERS_CONF")
+	fi
+	engine=("${as_root[@]}" podman --root "$work/storage" --runroot "$work/run")
 	if [ -x /usr/sbin/runc ]; then
 		engine+=(--runtime /usr/sbin/runc)
 	fi
 fi
-say "engine: ${engine[0]} ($("${engine[@]}" --version))"
+say "engine: ${engine[*]} ($("${engine[@]}" --version))"
 
 # --- the image --------------------------------------------------------------
 
