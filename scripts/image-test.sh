@@ -88,7 +88,7 @@ if [ ${#engine[@]} -eq 0 ]; then
 		export CONTAINERS_CONF="$work/containers.conf"
 	fi
 	if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-		as_root=(sudo env "CONTAINERS_CONF=$CONTAINERS_CONF")
+		as_root=(sudo env "CONTAINERS_CONF=$CONTAINERS_CONF" ${STORAGE_DRIVER:+"STORAGE_DRIVER=$STORAGE_DRIVER"})
 	fi
 	engine=("${as_root[@]}" podman --root "$work/storage" --runroot "$work/run")
 	if [ -x /usr/sbin/runc ]; then
