@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test test-toxiproxy lint schema fuzz clean bench dashboard-test screenshots
+.PHONY: all build test test-toxiproxy image image-test lint schema fuzz clean bench dashboard-test screenshots
 
 all: lint test build
 
@@ -22,6 +22,14 @@ test:
 # times, TOXIPROXY_LOGS=DIR keeps Doppel's log (docs/toxiproxy.md).
 TOXIPROXY_VERSIONS ?= v2.12.0 v2.5.0
 TOXIPROXY_COUNT ?= 1
+# The release image, built with podman (or docker) without pulling any
+# image, and run as 1.1's docker run line runs it: docs/container.md.
+image:
+	scripts/release-image.sh doppel
+
+image-test:
+	scripts/image-test.sh
+
 test-toxiproxy:
 	DOPPEL_TOXIPROXY_TESTS=1 TOXIPROXY_VERSIONS="$(TOXIPROXY_VERSIONS)" TOXIPROXY_COUNT="$(TOXIPROXY_COUNT)" \
 		$(GO) test -count=1 -v -timeout 0 ./test/toxiproxy
