@@ -125,24 +125,38 @@ type Set []Fault
 func (s Set) Inject(r Roller, k Key, x Exchange) (answered bool) {
 	// Every condition counts the request first, whatever fires: a count
 	// is of the requests its headers admit, not of those that reached it.
-	var barred [8]bool
+	// The faults a condition bars: a bit each for the first 64, which is
+	// every set a document makes, and a slice past them.
+	var barred uint64
+	var barredPast []bool
 	var now time.Time
 	counted := Here
 	for i, f := range s {
-		if c, ok := f.(*conditioned); ok && i < len(barred) {
-			if now.IsZero() {
-				now = time.Now()
+		c, ok := f.(*conditioned)
+		if !ok {
+			continue
+		}
+		if now.IsZero() {
+			now = time.Now()
+		}
+		admits, where := c.when.Admits(x.Request(), now)
+		counted = max(counted, where) // one count kept locally makes the request's local
+		switch {
+		case admits:
+		case i < 64:
+			barred |= 1 << i
+		default:
+			if barredPast == nil {
+				barredPast = make([]bool, len(s))
 			}
-			admits, where := c.when.Admits(x.Request(), now)
-			barred[i] = !admits
-			counted = max(counted, where) // one count kept locally makes the request's local
+			barredPast[i] = true
 		}
 	}
 	if counted != Here {
 		x.Counted(counted)
 	}
 	for i, f := range s {
-		if i < len(barred) && barred[i] {
+		if i < 64 && barred&(1<<i) != 0 || i >= 64 && barredPast != nil && barredPast[i] {
 			continue
 		}
 		roll, share := f.Roll()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/apierr"
+	"github.com/doppelproxy/doppel/internal/config"
 )
 
 // recorder is an Exchange that remembers what faults did to it.
@@ -223,4 +224,27 @@ func BenchmarkInject(b *testing.B) {
 			set.Inject(Random{}, k, x)
 		}
 	})
+}
+
+// TestEveryConditionHolds: however many faults a set has, each keeps its
+// condition; a fault whose condition does not admit the request is not
+// rolled, the ninth and the seventieth as the first.
+func TestEveryConditionHolds(t *testing.T) {
+	yes, err := config.ParsePattern("^yes$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := NewCondition(&config.When{Headers: map[config.HeaderName]config.Pattern{"X-Never": yes}}, "", "shaper", nil)
+	for _, n := range []int{3, 9, 70} {
+		var set Set
+		for range n - 1 {
+			set = append(set, shaper{share: 0}) // never fires
+		}
+		set = append(set, &conditioned{Fault: shaper{share: 1}, when: never})
+		x := &recorder{ResponseRecorder: httptest.NewRecorder(), req: httptest.NewRequest("GET", "/", nil)}
+		set.Inject(Random{}, Key{Proxy: "zeta"}, x)
+		if len(x.fired) != 0 {
+			t.Errorf("a set of %d: the last fault fired although its condition bars the request", n)
+		}
+	}
 }
