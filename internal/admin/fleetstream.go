@@ -773,12 +773,7 @@ func (s *Server) streamFleet(w http.ResponseWriter, r *http.Request, q url.Value
 		}
 	}
 
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	rc := beginEvents(w)
 	st := &stream{w: w, flush: rc.Flush, sub: sub, turns: s.streams.turns, sent: map[uint64]struct{}{}, fleet: fs}
 	fs.st = st
 	out := fs.sayReplicas(nil)

@@ -64,14 +64,22 @@ func (s *Server) readQueryOf(w http.ResponseWriter, r *http.Request, q url.Value
 	return visible, f, true
 }
 
-func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+// journalQuery is a read of the journal's query: its parameters without
+// local, whether it said local=true, what the caller may see and the
+// filter; false when the answer was written (refused).
+func (s *Server) journalQuery(w http.ResponseWriter, r *http.Request) (q url.Values, local bool, visible func(string) bool, f *journal.Filter, ok bool) {
+	q = r.URL.Query()
 	local, err := localParam(q)
 	if err != nil {
 		filterFailed(w, err)
-		return
+		return nil, false, nil, nil, false
 	}
-	visible, f, ok := s.readQueryOf(w, r, q)
+	visible, f, ok = s.readQueryOf(w, r, q)
+	return q, local, visible, f, ok
+}
+
+func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
+	q, local, visible, f, ok := s.journalQuery(w, r)
 	if !ok {
 		return
 	}

@@ -92,13 +92,7 @@ func streamCaller(c Caller, r *http.Request) string {
 }
 
 func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	local, err := localParam(q)
-	if err != nil {
-		filterFailed(w, err)
-		return
-	}
-	visible, f, ok := s.readQueryOf(w, r, q)
+	q, local, visible, f, ok := s.journalQuery(w, r)
 	if !ok {
 		return
 	}
@@ -140,12 +134,7 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	rc := beginEvents(w)
 	if !resumed {
 		_, _ = io.WriteString(w, ": the last event's entry is no longer kept; new entries follow\n\n")
 	} else {
@@ -174,6 +163,17 @@ func (s *Server) streamRequests(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st.follow(r.Context())
+}
+
+// beginEvents answers 200 with an event stream, nothing between it and
+// the client holding it back, and returns what flushes it.
+func beginEvents(w http.ResponseWriter) *http.ResponseController {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return http.NewResponseController(w)
 }
 
 // stream is one open stream's delivery.
