@@ -85,3 +85,26 @@ def test_an_unknown_filter_is_named():
     with pytest.raises(TypeError) as e:
         doppel.Client("http://127.0.0.1:1").requests(paht="^/x")
     assert "paht" in str(e.value)
+
+
+def test_a_connect_that_times_out_names_the_url():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    queued = []
+    for _ in range(3):  # fill the backlog: the kernel drops the next SYN
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        queued.append(s)
+    try:
+        with pytest.raises(doppel.TimedOut) as e:
+            doppel.Client("http://127.0.0.1:%d" % port, timeout=0.3).status()
+    finally:
+        for s in queued + [listener]:
+            s.close()
+    assert "http://127.0.0.1:%d/api/v1/status" % port in str(e.value)
