@@ -108,3 +108,31 @@ def test_a_connect_that_times_out_names_the_url():
         for s in queued + [listener]:
             s.close()
     assert "http://127.0.0.1:%d/api/v1/status" % port in str(e.value)
+
+
+def test_an_answer_that_is_not_http_is_unexpected():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    url = "http://127.0.0.1:%d" % listener.getsockname()[1]
+
+    def answer():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+        conn.close()
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(doppel.UnexpectedAnswer) as e:
+            doppel.Client(url).status()
+    finally:
+        t.join(5)
+        listener.close()
+    assert url + "/api/v1/status" in str(e.value) and "HTTP" in str(e.value)
+
+
+def test_an_empty_name_is_refused_before_any_call():
+    with pytest.raises(ValueError):
+        doppel.Client("http://127.0.0.1:1").proxy("")

@@ -1,5 +1,6 @@
 """A client of Doppel's admin API, over urllib alone."""
 
+import http.client
 import json
 import socket
 import urllib.error
@@ -140,7 +141,8 @@ class Client:
         otherwise nothing changes. Returns the answer's body."""
         body: JSON = {"match": match, "session": session, "since": since, "revision": revision,
                       "apply": apply, "local": local or None}
-        return self._call("recordProxy", {"name": proxy}, body={k: v for k, v in body.items() if v is not None})
+        out: JSON = self._call("recordProxy", {"name": proxy}, body={k: v for k, v in body.items() if v is not None})
+        return out
 
     # Sessions.
 
@@ -204,13 +206,15 @@ class Client:
             body["partial"] = True
         if local:
             body["local"] = True
-        return self._call("verifyRequests", body=body)
+        out: JSON = self._call("verifyRequests", body=body)
+        return out
 
     # The instance.
 
     def status(self) -> JSON:
         """``{"uptime_seconds", "revision", "proxies", "replica", "fleet"}``."""
-        return self._call("status")
+        out: JSON = self._call("status")
+        return out
 
     # The exchange.
 
@@ -239,7 +243,10 @@ class Client:
             raise Unreachable("cannot reach %s: %s" % (url, e.reason), operation=op_id, url=url) from None
         except (socket.timeout, TimeoutError):
             raise TimedOut("no answer from %s within %ss" % (url, self.timeout), operation=op_id, url=url) from None
-        except (OSError, ValueError) as e:  # a reset, a malformed answer line
+        except http.client.HTTPException as e:  # not HTTP, or cut short
+            raise UnexpectedAnswer("%s did not answer in HTTP: %s %s" % (url, type(e).__name__, e),
+                                   operation=op_id, url=url) from None
+        except (OSError, ValueError) as e:  # a reset, a URL urllib refuses
             raise Unreachable("cannot reach %s: %s" % (url, e), operation=op_id, url=url) from None
         if status not in want:
             err = read_error(status, raw, operation=op_id, url=url)
@@ -292,8 +299,10 @@ class Session:
 def _fill(op: Operation, params: Mapping[str, str]) -> str:
     path = op.path
     for name, value in params.items():
-        if not isinstance(value, str) or not value:
-            raise TypeError("%s: the %s is a non-empty string, not %r" % (op.id, name, value))
+        if not isinstance(value, str):
+            raise TypeError("%s: the %s is a string, not %r" % (op.id, name, value))
+        if not value:
+            raise ValueError("%s: the %s is empty" % (op.id, name))
         path = path.replace("{" + name + "}", urllib.parse.quote(value, safe=""))
     return path
 

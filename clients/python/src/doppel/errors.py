@@ -8,7 +8,7 @@ their own with ``code`` None.
 """
 
 import json
-from typing import Any, Dict, List, Optional, Type
+from typing import Any, Dict, List, Optional, Tuple, Type
 
 
 class DoppelError(Exception):
@@ -214,17 +214,16 @@ class UpstreamTimeout(DoppelError):
     code = "UPSTREAM_TIMEOUT"
 
 
+_CLASSES: Tuple[Type[DoppelError], ...] = (
+    ConfigInvalid, Unauthorized, Forbidden, NotFound, MethodNotAllowed, Conflict,
+    RevisionMismatch, UploadTooLarge, TemplateNotDeclared, RevisionRequired, StoreError,
+    VerificationFailed, DashboardNotBuilt, TooManySubscribers, ReplicaUnavailable,
+    InvalidRequestPath, InvalidRequestBody, ProxyNotResolved, RequestTimeout,
+    NoProxiesConfigured, LossInjected, TemplateRenderError, TemplateNotFound,
+    BodyExtractionError, InternalError, RenderBudgetExhausted, UpstreamError, UpstreamTimeout,
+)
 #: code -> its class, for every code of the closed set.
-BY_CODE: Dict[str, Type[DoppelError]] = {
-    c.code: c for c in (
-        ConfigInvalid, Unauthorized, Forbidden, NotFound, MethodNotAllowed, Conflict,
-        RevisionMismatch, UploadTooLarge, TemplateNotDeclared, RevisionRequired, StoreError,
-        VerificationFailed, DashboardNotBuilt, TooManySubscribers, ReplicaUnavailable,
-        InvalidRequestPath, InvalidRequestBody, ProxyNotResolved, RequestTimeout,
-        NoProxiesConfigured, LossInjected, TemplateRenderError, TemplateNotFound,
-        BodyExtractionError, InternalError, RenderBudgetExhausted, UpstreamError, UpstreamTimeout,
-    ) if c.code is not None
-}
+BY_CODE: Dict[str, Type[DoppelError]] = {c.code: c for c in _CLASSES if c.code is not None}
 
 
 def read_error(status: int, body: Any, *, operation: Optional[str] = None,

@@ -41,7 +41,7 @@ def doppel_session(doppel_server: Any) -> Iterator[Callable[..., Session]]:
 
     def start(server: Any, proxies: Mapping[str, Any], ttl: int = 60) -> Session:
         client = getattr(server, "client", server)
-        s = client.session(proxies, ttl=ttl)
+        s: Session = client.session(proxies, ttl=ttl)
         sessions.append(s)
         return s
 
