@@ -83,3 +83,8 @@ def test_the_checked_in_document_is_the_one_served(openapi):
         pytest.skip("not in Doppel's repository")
     with open(checked_in) as f:
         assert set(json.load(f)["paths"]) == set(openapi["paths"])
+
+
+def test_a_proxy_document_has_the_fields_the_client_fills(openapi):
+    # update_proxy reads "name"; create_proxy and update_proxy default "type".
+    assert {"name", "type"} <= properties(openapi, {"$ref": "#/components/schemas/ProxyConfig"})
