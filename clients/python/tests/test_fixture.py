@@ -98,3 +98,14 @@ def test_stop_sends_sigterm_and_doppel_drains(tmp_path):
     from conftest import SHOP
     server = doppel.DoppelServer(SHOP)
     assert server.stop() == 0
+
+
+def test_a_binary_that_cannot_run_says_so(doppel_server, monkeypatch, tmp_path):
+    import pytest
+    fake = tmp_path / "doppel"
+    fake.write_bytes(b"\x7fELF not really")
+    fake.chmod(0o755)
+    monkeypatch.setenv("DOPPEL_BIN", str(fake))
+    with pytest.raises(pytest.fail.Exception) as e:
+        doppel_server("proxies: []")
+    assert "cannot run %s" % fake in str(e.value)

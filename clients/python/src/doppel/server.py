@@ -57,11 +57,17 @@ class DoppelServer:
         self.client = Client(self.admin_url, token=token, session_header=_session_header(yaml_text))
         self._stdout = open(os.path.join(self.dir, "stdout.log"), "wb")
         self._stderr = open(os.path.join(self.dir, "stderr.log"), "wb")
-        self.process = subprocess.Popen(
-            [self.binary, "serve", "--config", self.config_path,
-             "--proxy-addr", "127.0.0.1:%d" % proxy_port, "--admin-addr", "127.0.0.1:%d" % admin_port,
-             "--socket", os.path.join(self.dir, "control.sock")],
-            stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
+        try:
+            self.process = subprocess.Popen(
+                [self.binary, "serve", "--config", self.config_path,
+                 "--proxy-addr", "127.0.0.1:%d" % proxy_port, "--admin-addr", "127.0.0.1:%d" % admin_port,
+                 "--socket", os.path.join(self.dir, "control.sock")],
+                stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
+        except OSError as e:
+            self._stdout.close()
+            self._stderr.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise StartFailed("cannot run %s: %s" % (self.binary, e)) from None
         try:
             self._wait_ready(ready_timeout)
         except BaseException:
