@@ -1,17 +1,15 @@
 """Runs the doppel binary on a document, for a test: what the pytest
 fixture doppel_server uses, and usable without pytest."""
 
+import json
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
-from typing import List, Optional
+from typing import Optional
 
 from .client import Client
 from .errors import DoppelError
@@ -51,18 +49,21 @@ class DoppelServer:
         self.config_path = os.path.join(self.dir, "main.yaml")
         with open(self.config_path, "w", encoding="utf-8") as f:
             f.write(yaml_text)
-        proxy_port, admin_port = _free_ports(2)
-        self.proxy_url = "http://127.0.0.1:%d" % proxy_port
-        self.admin_url = "http://127.0.0.1:%d" % admin_port
-        self.client = Client(self.admin_url, token=token, session_header=_session_header(yaml_text))
+        self.proxy_url = ""
+        self.admin_url = ""
         self._stdout = open(os.path.join(self.dir, "stdout.log"), "wb")
         self._stderr = open(os.path.join(self.dir, "stderr.log"), "wb")
+        # Port 0: the kernel picks free ports as doppel binds them, and
+        # its startup lines say which (no port is chosen before and raced
+        # for). Its log at info, whatever the environment filters.
+        env = dict(os.environ, DOPPEL_LOG="info")
+        env.pop("RUST_LOG", None)
         try:
             self.process = subprocess.Popen(
                 [self.binary, "serve", "--config", self.config_path,
-                 "--proxy-addr", "127.0.0.1:%d" % proxy_port, "--admin-addr", "127.0.0.1:%d" % admin_port,
+                 "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
                  "--socket", os.path.join(self.dir, "control.sock")],
-                stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr)
+                stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr, env=env)
         except OSError as e:
             self._stdout.close()
             self._stderr.close()
@@ -73,23 +74,33 @@ class DoppelServer:
         except BaseException:
             self.stop()
             raise
+        self.client = Client(self.admin_url, token=token, session_header=_session_header(yaml_text))
 
     def _wait_ready(self, timeout: float) -> None:
+        # Ready once its log says where the admin API and the proxy
+        # listener are bound: "doppel started" comes after both listen.
         deadline = time.monotonic() + timeout
         while True:
             code = self.process.poll()
+            for line in self.stdout().splitlines():
+                try:
+                    fields = json.loads(line).get("fields", {})
+                except (ValueError, AttributeError):
+                    continue
+                if not isinstance(fields, dict):
+                    continue
+                if fields.get("message") == "the admin API is listening" and fields.get("admin_addr"):
+                    self.admin_url = "http://%s" % fields["admin_addr"]
+                elif fields.get("message") == "doppel started" and fields.get("proxy_addr"):
+                    self.proxy_url = "http://%s" % fields["proxy_addr"]
+            if self.admin_url and self.proxy_url:
+                return
             if code is not None:
                 raise StartFailed("doppel exited with status %d before it was ready:\n%s"
                                   % (code, self.stderr().strip() or self.stdout().strip()))
-            try:
-                with urllib.request.urlopen(self.admin_url + "/api/v1/status", timeout=1) as resp:
-                    if resp.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
             if time.monotonic() > deadline:
-                raise StartFailed("doppel was not ready within %ss at %s; its log:\n%s"
-                                  % (timeout, self.admin_url, self.stderr() + self.stdout()))
+                raise StartFailed("doppel was not ready within %ss; its log:\n%s"
+                                  % (timeout, self.stderr() + self.stdout()))
             time.sleep(0.05)
 
     def stdout(self) -> str:
@@ -120,21 +131,6 @@ class DoppelServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _free_ports(n: int) -> List[int]:
-    # Held open together so that the n differ; a race with another process
-    # taking one before doppel binds it is possible but rare.
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _session_header(yaml_text: str) -> str:
