@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test test-toxiproxy image image-test lint schema fuzz clean bench dashboard-test screenshots
+.PHONY: all build test test-python test-toxiproxy image image-test lint schema fuzz clean bench dashboard-test screenshots
 
 all: lint test build
 
@@ -12,8 +12,15 @@ build:
 # With a PostgreSQL server of its own (docs/storage.md): DOPPEL_TEST_DATABASE_URL
 # when set, else one on 127.0.0.1:5432 that trusts postgres, else a throwaway
 # cluster started and removed by scripts/with-postgres.sh.
+# The Go suite, then the Python and TypeScript clients against the binary:
+# each is skipped, saying why, when its language is missing, except under
+# CI, where .ci/run installs them and a skip fails.
 test:
 	scripts/with-postgres.sh $(GO) test -race -count=1 $(PKGS)
+	@scripts/test-python.sh || { rc=$$?; [ $$rc -eq 3 ] && [ -z "$$CI" ] || exit $$rc; }
+
+test-python:
+	scripts/test-python.sh
 
 # Toxiproxy's own tests (api_test.go, proxy_test.go, the toxics' through a
 # proxy) against the binary, one release after the other, serially, outside
