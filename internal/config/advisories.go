@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/doppelproxy/doppel/internal/jinja"
 )
 
 // An Advisory is something legal but worth saying: serve logs it at warn,
@@ -212,12 +210,15 @@ func templateAdvisories(mat string, m Mock) []Advisory {
 // unbound is V22 for one template: each variable it reads that none of
 // vars binds. A template that does not parse is V21's to say.
 func unbound(path, src string, vars []string) []Advisory {
-	tpl, err := jinja.Compile(src)
+	if TemplateEngine == nil {
+		return nil
+	}
+	reads, err := TemplateEngine(src, func(n string) bool { return slices.Contains(vars, n) })
 	if err != nil {
 		return nil
 	}
 	var as []Advisory
-	for _, u := range tpl.Unbound(func(n string) bool { return slices.Contains(vars, n) }) {
+	for _, u := range reads {
 		as = append(as, Advisory{Rule: "V22", Path: path, Message: fmt.Sprintf(
 			"the template reads %s (line %d, column %d), which nothing binds, so every answer fails with 500 TEMPLATE_RENDER_ERROR; "+
 				"the variables here are %s; write {{ %s | default('') }} if it may be missing",

@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/doppelproxy/doppel/internal/jinja"
 )
 
 // Validate applies the cross-field rules to a normalised document and
@@ -168,7 +166,10 @@ func validateMocks(at string, p Proxy) []Violation {
 
 // checkTemplate is V21: the template parses.
 func checkTemplate(path, src string) []Violation {
-	if _, err := jinja.Compile(src); err != nil {
+	if TemplateEngine == nil {
+		return nil
+	}
+	if _, err := TemplateEngine(src, nil); err != nil {
 		return []Violation{{Rule: "V21", Path: path, Message: fmt.Sprintf("`%s` is not a valid template: it does not parse: %v", templateField(path), err)}}
 	}
 	return nil

@@ -5,12 +5,14 @@ import (
 	"hash/fnv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/doppelproxy/doppel/internal/shared"
 )
 
 // MaxAttemptIDs is how many request ids a proxy remembers for counting
 // attempts: an id is forgotten once this many newer ids have been seen for
 // the first time since it was.
-const MaxAttemptIDs = 100_000
+const MaxAttemptIDs = shared.MaxAttemptIDs
 
 // attemptShards spread the ids over locks of their own, so that no lock
 // is shared by all the requests of a proxy.

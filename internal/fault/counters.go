@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/shared"
 )
 
 // MaxCounterKeys is how many counters a proxy keeps for its faults'
@@ -112,18 +114,10 @@ func (b *Breaker) count(ctx context.Context, s Shared, scope Scope, key string) 
 // longer for them.
 const SharedTimeout = 250 * time.Millisecond
 
-// Shared are counters every replica of a fleet counts in (SPEC §18.1),
-// for one proxy at one revision (and one session's overlay of it): each
-// count is one atomic statement in the database.
-type Shared interface {
-	// Count counts one more request for key under scope, and returns how
-	// many there are and when the first came.
-	Count(ctx context.Context, scope Scope, key string) (n uint64, first time.Time, err error)
-	// List is every counter, oldest first, at most max.
-	List(ctx context.Context, max uint64) ([]Count, error)
-	// Reset forgets every count.
-	Reset(ctx context.Context) error
-}
+// Shared are counters every replica of a fleet counts in (SPEC §18.1).
+// The contract sits in package shared so that a store implements it
+// without importing this package.
+type Shared = shared.Counters
 
 // Where says which counters a count was kept in.
 type Where uint8
@@ -167,9 +161,7 @@ type counterShard struct {
 }
 
 // Scope is the mock and fault a condition counts for.
-type Scope struct {
-	Mock, Fault string
-}
+type Scope = shared.Scope
 
 type counter struct {
 	n     uint64
@@ -276,11 +268,7 @@ func (c *Counters) count(scope *Scope, key string, now time.Time) (n uint64, fir
 }
 
 // A Count is one counter as listed.
-type Count struct {
-	Mock, Fault, Key string
-	N                uint64
-	FirstSeen        time.Time
-}
+type Count = shared.Count
 
 // List is every counter kept, oldest first: the fleet's when shared.
 func (c *Counters) List(ctx context.Context) ([]Count, error) {

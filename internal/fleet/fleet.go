@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/doppelproxy/doppel/internal/shared"
 	"github.com/doppelproxy/doppel/internal/version"
 )
 
@@ -25,12 +26,12 @@ const (
 	// HeartbeatEvery is how often a replica refreshes its row.
 	HeartbeatEvery = 2 * time.Second
 	// LostAfter is how old a heartbeat makes a replica lost.
-	LostAfter = 10 * time.Second
+	LostAfter = shared.LostAfter
 	// ForgetAfter is how long a lost replica is still reported.
-	ForgetAfter = 5 * time.Minute
+	ForgetAfter = shared.ForgetAfter
 	// MaxReplicas bounds what a list reads: a registry table someone else
 	// filled costs no more than this.
-	MaxReplicas = 1000
+	MaxReplicas = shared.MaxReplicas
 	// beatTimeout bounds one heartbeat, so a database that hangs is an
 	// outage rather than a goroutine stuck.
 	beatTimeout = HeartbeatEvery
@@ -43,31 +44,12 @@ const (
 )
 
 // Replica is one row of the registry.
-type Replica struct {
-	ID        string    `json:"id"`
-	URL       string    `json:"url"`
-	Host      string    `json:"host"`
-	PID       int       `json:"pid"`
-	Version   string    `json:"version"`
-	Revision  string    `json:"revision"`
-	StartedAt time.Time `json:"started_at"`
-	SeenAt    time.Time `json:"seen_at"`
-	State     string    `json:"state"`
-	Self      bool      `json:"self"`
-}
+type Replica = shared.Replica
 
 // Registry is where the replicas of one configuration write their rows.
-type Registry interface {
-	// Beat writes r's row (inserting it again if it was forgotten), with
-	// seen_at the database's now, and forgets the rows lost longer than
-	// ForgetAfter.
-	Beat(ctx context.Context, r Replica) error
-	// Leave deletes the row of id.
-	Leave(ctx context.Context, id string) error
-	// List is every row of the configuration, live first, oldest start
-	// first, State set by the database's clock.
-	List(ctx context.Context) ([]Replica, error)
-}
+// The contract sits in package shared so that a store implements it
+// without importing this package.
+type Registry = shared.Replicas
 
 // NewID is a replica id: 22 URL-safe characters, new on every start,
 // never with a leading `-`, which a command line would take for a flag.

@@ -13,7 +13,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -24,12 +23,13 @@ import (
 
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/runtime"
+	"github.com/doppelproxy/doppel/internal/shared"
 )
 
 // MaxLive bounds the sessions live at once, and MaxLiveBytes what their
 // overlays hold together (the bodies their callers wrote; SPEC §18.4).
 const (
-	MaxLive      = 1000
+	MaxLive      = shared.MaxLiveSessions
 	MaxLiveBytes = 64 << 20
 )
 
@@ -49,30 +49,22 @@ type Session struct {
 
 // Errors a write can meet.
 var (
-	ErrNotFound = errors.New("no such session")
-	ErrExists   = errors.New("a session of that id is live")
-	ErrFull     = fmt.Errorf("%d sessions are live, the most there may be: end one, or let one expire", MaxLive)
-	ErrRevision = errors.New("the session changed since it was read")
+	ErrNotFound = shared.ErrNoSession
+	ErrExists   = shared.ErrSessionExists
+	ErrFull     = shared.ErrSessionsFull
+	ErrRevision = shared.ErrSessionRevision
 	ErrTooLarge = fmt.Errorf("the live sessions' overlays would hold more than 64 MiB (%d bytes) together: end a session, or let one expire", MaxLiveBytes)
 )
 
 // Shared is where sessions live when every replica of a configuration
 // shares them (PostgreSQL): the registry writes there first, and loads
-// from there when a replica's write is announced (Sync).
-type Shared interface {
-	Create(ctx context.Context, s Stored) error
-	Replace(ctx context.Context, revision string, s Stored) error
-	Delete(ctx context.Context, id string) error
-	Load(ctx context.Context) ([]Stored, error)
-}
+// from there when a replica's write is announced (Sync). The contract sits
+// in package shared so that a store implements it without importing this
+// package.
+type Shared = shared.Sessions
 
 // Stored is a session as Shared keeps it: what its caller wrote.
-type Stored struct {
-	ID        string
-	Revision  string
-	ExpiresAt time.Time
-	Body      []byte // {"ttl", "proxies"}
-}
+type Stored = shared.Session
 
 // Registry is the live sessions of this instance.
 type Registry struct {

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/doppelproxy/doppel/internal/fault"
+	"github.com/doppelproxy/doppel/internal/shared"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -24,7 +24,7 @@ type Counters struct {
 	max      uint64
 }
 
-var _ fault.Shared = (*Counters)(nil)
+var _ shared.Counters = (*Counters)(nil)
 
 // pruneEvery is how many new keys a replica adds between two prunings of
 // the keys past a proxy's bound.
@@ -40,9 +40,9 @@ func (s *Store) Counters(proxy, revision, session string, max uint64) *Counters 
 	return &Counters{s: s, proxy: proxy, revision: revision, session: session, max: max}
 }
 
-// Count implements fault.Shared: one statement, which inserts the key's
+// Count implements shared.Counters: one statement, which inserts the key's
 // row or adds one to it, and returns the count and the first time.
-func (c *Counters) Count(ctx context.Context, scope fault.Scope, key string) (uint64, time.Time, error) {
+func (c *Counters) Count(ctx context.Context, scope shared.Scope, key string) (uint64, time.Time, error) {
 	sum := sha256.Sum256([]byte(key))
 	pool, err := c.s.countPool()
 	if err != nil {
@@ -62,7 +62,7 @@ func (c *Counters) Count(ctx context.Context, scope fault.Scope, key string) (ui
 	}
 	if inserted && c.inserted.Add(1)%pruneEvery == 0 {
 		kind := counted
-		if scope == (fault.Scope{}) {
+		if scope == (shared.Scope{}) {
 			kind = attempts
 		}
 		c.s.background.Go(func() { c.prune(kind) })
@@ -91,7 +91,7 @@ func shown(key string) string {
 func (c *Counters) prune(kind string) {
 	bound := c.max
 	if kind == attempts {
-		bound = fault.MaxAttemptIDs
+		bound = shared.MaxAttemptIDs
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -100,9 +100,9 @@ func (c *Counters) prune(kind string) {
 		ORDER BY first_seen DESC OFFSET $5)`, c.s.name, c.proxy, c.revision, c.session, bound)
 }
 
-// List implements fault.Shared: the faults' counters, not the attempts a
+// List implements shared.Counters: the faults' counters, not the attempts a
 // seed counts (kept under no fault).
-func (c *Counters) List(ctx context.Context, max uint64) ([]fault.Count, error) {
+func (c *Counters) List(ctx context.Context, max uint64) ([]shared.Count, error) {
 	rows, err := c.s.pool.Query(ctx, `SELECT mock, fault, key, n, first_seen FROM (
 			SELECT mock, fault, key, n, first_seen FROM doppel_counters
 			WHERE config = $1 AND proxy = $2 AND revision = $3 AND session = $4 AND fault <> ''
@@ -111,8 +111,8 @@ func (c *Counters) List(ctx context.Context, max uint64) ([]fault.Count, error) 
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (fault.Count, error) {
-		var k fault.Count
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (shared.Count, error) {
+		var k shared.Count
 		var n int64
 		err := row.Scan(&k.Mock, &k.Fault, &k.Key, &n, &k.FirstSeen)
 		k.N = uint64(n)
@@ -120,7 +120,7 @@ func (c *Counters) List(ctx context.Context, max uint64) ([]fault.Count, error) 
 	})
 }
 
-// Reset implements fault.Shared.
+// Reset implements shared.Counters.
 func (c *Counters) Reset(ctx context.Context) error {
 	_, err := c.s.pool.Exec(ctx, `DELETE FROM doppel_counters WHERE config = $1 AND proxy = $2 AND revision = $3 AND session = $4`,
 		c.s.name, c.proxy, c.revision, c.session)

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/doppelproxy/doppel/internal/session"
+	"github.com/doppelproxy/doppel/internal/shared"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -15,16 +15,16 @@ import (
 func SessionChannel(name string) string { return channelName("doppel_sessions_", name) }
 
 // Sessions keeps a configuration's sessions in the sessions table, for
-// every replica (session.Shared).
+// every replica (shared.Sessions).
 type Sessions struct{ s *Store }
 
-var _ session.Shared = Sessions{}
+var _ shared.Sessions = Sessions{}
 
 // Sessions are the store's sessions.
 func (s *Store) Sessions() Sessions { return Sessions{s} }
 
 // Create inserts a session: refused when its id is live or MaxLive are.
-func (ss Sessions) Create(ctx context.Context, st session.Stored) error {
+func (ss Sessions) Create(ctx context.Context, st shared.Session) error {
 	return ss.write(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE config = $1 AND expires_at <= now()`, ss.s.name); err != nil {
 			return err
@@ -33,8 +33,8 @@ func (ss Sessions) Create(ctx context.Context, st session.Stored) error {
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE config = $1`, ss.s.name).Scan(&live); err != nil {
 			return err
 		}
-		if live >= session.MaxLive {
-			return session.ErrFull
+		if live >= shared.MaxLiveSessions {
+			return shared.ErrSessionsFull
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO sessions (config, id, revision, expires_at, body) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (config, id) DO NOTHING`, ss.s.name, st.ID, st.Revision, st.ExpiresAt, st.Body)
@@ -42,14 +42,14 @@ func (ss Sessions) Create(ctx context.Context, st session.Stored) error {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return session.ErrExists
+			return shared.ErrSessionExists
 		}
 		return nil
 	})
 }
 
 // Replace writes over a live session whose revision is still revision.
-func (ss Sessions) Replace(ctx context.Context, revision string, st session.Stored) error {
+func (ss Sessions) Replace(ctx context.Context, revision string, st shared.Session) error {
 	return ss.write(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET revision = $4, expires_at = $5, body = $6
 			WHERE config = $1 AND id = $2 AND revision = $3 AND expires_at > now()`,
@@ -65,9 +65,9 @@ func (ss Sessions) Replace(ctx context.Context, revision string, st session.Stor
 			return err
 		}
 		if n == 0 {
-			return session.ErrNotFound
+			return shared.ErrNoSession
 		}
-		return session.ErrRevision
+		return shared.ErrSessionRevision
 	})
 }
 
@@ -79,22 +79,22 @@ func (ss Sessions) Delete(ctx context.Context, id string) error {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return session.ErrNotFound
+			return shared.ErrNoSession
 		}
 		return nil
 	})
 }
 
 // Load reads the live sessions.
-func (ss Sessions) Load(ctx context.Context) ([]session.Stored, error) {
+func (ss Sessions) Load(ctx context.Context) ([]shared.Session, error) {
 	rows, err := ss.s.pool.Query(ctx, `SELECT id, revision, expires_at, body FROM sessions WHERE config = $1 AND expires_at > now()`, ss.s.name)
 	if err != nil {
 		return nil, ss.fail(err)
 	}
 	defer rows.Close()
-	var out []session.Stored
+	var out []shared.Session
 	for rows.Next() {
-		var st session.Stored
+		var st shared.Session
 		if err := rows.Scan(&st.ID, &st.Revision, &st.ExpiresAt, &st.Body); err != nil {
 			return nil, ss.fail(err)
 		}
@@ -130,7 +130,7 @@ func (ss Sessions) write(ctx context.Context, fn func(pgx.Tx) error) error {
 		return ss.fail(err)
 	}
 	if err := fn(tx); err != nil {
-		if errors.Is(err, session.ErrFull) || errors.Is(err, session.ErrExists) || errors.Is(err, session.ErrNotFound) || errors.Is(err, session.ErrRevision) {
+		if errors.Is(err, shared.ErrSessionsFull) || errors.Is(err, shared.ErrSessionExists) || errors.Is(err, shared.ErrNoSession) || errors.Is(err, shared.ErrSessionRevision) {
 			return err
 		}
 		return ss.fail(err)
