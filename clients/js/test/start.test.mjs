@@ -1,0 +1,65 @@
+// startDoppel: the binary on a document, on free loopback ports.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client, StartFailed, startDoppel } from "@doppelproxy/client";
+import { SHOP, TOKEN } from "./shop.mjs";
+
+test("it serves the document on ports of its own until stop() sends SIGTERM", async () => {
+  const one = await startDoppel({ config: SHOP, token: TOKEN });
+  const two = await startDoppel({ config: SHOP });
+  try {
+    assert.match(one.proxyUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.notEqual(one.proxyUrl, two.proxyUrl);
+    assert.notEqual(one.adminUrl, one.proxyUrl);
+    assert.ok(one.client instanceof Client);
+    const resp = await fetch(one.proxyUrl + "/catalog");
+    assert.equal(await resp.text(), "catalog");
+    assert.equal((await one.client.proxy("shop")).proxy.name, "shop");
+  } finally {
+    assert.equal(await two.stop(), 0);
+  }
+  // SIGTERM is a clean stop: status 0, and the listener is gone.
+  assert.equal(await one.stop(), 0);
+  await assert.rejects(fetch(one.proxyUrl + "/catalog"));
+  assert.equal(await one.stop(), 0); // twice is harmless
+});
+
+test("an invalid document rejects at once with Doppel's violations", async () => {
+  const started = Date.now();
+  await assert.rejects(startDoppel({ config: "proxies:\n  - name: a\n    url: nope\n" }), (e) => {
+    assert.ok(e instanceof StartFailed, String(e));
+    assert.equal(e.code, "START_FAILED");
+    assert.match(e.message, /exited with status 1/);
+    assert.match(e.message, /proxies\[0\]\.url: url must be absolute/);
+    return true;
+  });
+  assert.ok(Date.now() - started < 5000, "it waited for a timeout");
+});
+
+test("no binary says where it looked", async (t) => {
+  const saved = { bin: process.env.DOPPEL_BIN, path: process.env.PATH };
+  t.after(() => {
+    process.env.PATH = saved.path;
+    if (saved.bin === undefined) delete process.env.DOPPEL_BIN; else process.env.DOPPEL_BIN = saved.bin;
+  });
+  process.env.DOPPEL_BIN = "/nonexistent/doppel";
+  await assert.rejects(startDoppel({ config: SHOP }), (e) => e instanceof StartFailed && /DOPPEL_BIN is "\/nonexistent\/doppel"/.test(e.message));
+
+  delete process.env.DOPPEL_BIN;
+  process.env.PATH = "/nonexistent-a:/nonexistent-b";
+  await assert.rejects(startDoppel({ config: SHOP }),
+    (e) => e instanceof StartFailed && /DOPPEL_BIN is not set/.test(e.message) && /PATH \(\/nonexistent-a:\/nonexistent-b\)/.test(e.message));
+});
+
+test("a binary that cannot be run says so", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "doppel-test-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const bin = join(dir, "doppel");
+  writeFileSync(bin, "not a program\n");
+  chmodSync(bin, 0o755);
+  await assert.rejects(startDoppel({ config: SHOP, binary: bin }),
+    (e) => e instanceof StartFailed && e.message.includes(bin));
+});
