@@ -58,7 +58,7 @@ test("an answer that is not JSON, or not the one documented", async () => {
     (e) => rejectsWith(UnexpectedAnswer, /answered 502, not Doppel's error envelope: "<html>Bad Gateway<\/html>"/)(e) && e.status === 502);
 });
 
-test("no answer within the timeout", async () => {
+test("no answer within the timeout", { timeout: 5000 }, async () => {
   const started = Date.now();
   await assert.rejects(new Client(base + "/slow", { timeoutMs: 200 }).status(),
     rejectsWith(TimedOut, new RegExp(`no answer from ${base}/slow/api/v1/status within 200 ms`)));

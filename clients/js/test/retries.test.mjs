@@ -37,6 +37,9 @@ test("the retries pass on the third attempt after Retry-After, and verify says s
   assert.ok(Math.min(...got.gaps_ms) >= 1000, `gaps ${got.gaps_ms}`);
   const entries = await doppel.client.requests({ path: "^/orders$" });
   assert.deepEqual(entries.map((e) => e.status), [503, 503, 201]);
+
+  // The conditions are sent: gaps the retries did not leave fail.
+  await assert.rejects(doppel.client.verify({ match: { path: "^/orders$" }, gapsMs: { min: 5000 } }), VerificationFailed);
 });
 
 test("a client that gives up too soon fails the verification", async () => {
@@ -57,4 +60,8 @@ test("a client that gives up too soon fails the verification", async () => {
       assert.match(e.message, /count/);
       return true;
     });
+
+  // Five attempts in all, but not of one key.
+  await doppel.client.verify({ match: { path: "^/orders$" }, count: 5 });
+  await assert.rejects(doppel.client.verify({ match: { path: "^/orders$" }, count: 5, sameHeader: "Idempotency-Key" }), VerificationFailed);
 });

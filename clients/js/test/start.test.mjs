@@ -1,7 +1,7 @@
 // startDoppel: the binary on a document, on free loopback ports.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client, StartFailed, startDoppel } from "@doppelproxy/client";
@@ -52,6 +52,20 @@ test("no binary says where it looked", async (t) => {
   process.env.PATH = "/nonexistent-a:/nonexistent-b";
   await assert.rejects(startDoppel({ config: SHOP }),
     (e) => e instanceof StartFailed && /DOPPEL_BIN is not set/.test(e.message) && /PATH \(\/nonexistent-a:\/nonexistent-b\)/.test(e.message));
+});
+
+test("without DOPPEL_BIN the doppel on PATH is run", async (t) => {
+  const bin = process.env.DOPPEL_BIN;
+  if (!bin) return t.skip("DOPPEL_BIN is not set: nothing to put on PATH");
+  const dir = mkdtempSync(join(tmpdir(), "doppel-test-"));
+  symlinkSync(bin, join(dir, "doppel"));
+  const saved = process.env.PATH;
+  t.after(() => { process.env.PATH = saved; process.env.DOPPEL_BIN = bin; rmSync(dir, { recursive: true, force: true }); });
+  delete process.env.DOPPEL_BIN;
+  process.env.PATH = `/nonexistent-a:${dir}`;
+  const d = await startDoppel({ config: SHOP });
+  assert.equal(await (await fetch(d.proxyUrl + "/catalog")).text(), "catalog");
+  assert.equal(await d.stop(), 0);
 });
 
 test("a binary that cannot be run says so", async (t) => {
