@@ -1,7 +1,7 @@
 // The client of Doppel's admin API. Every call goes through one entry of
 // OPERATIONS, which a test holds to the /openapi.json a Doppel serves.
 
-import { DoppelError, InvalidURL, NotFound, TimedOut, UnexpectedAnswer, Unreachable, readError } from "./errors.js";
+import { DoppelError, InvalidURL, NotFound, RevisionRequired, TimedOut, UnexpectedAnswer, Unreachable, readError } from "./errors.js";
 
 /** One endpoint as /openapi.json names it, with the query parameters and
  * body fields the client sends and the answer fields it reads. */
@@ -147,8 +147,10 @@ export class Client {
    * (compare-and-swap); resolves to the new one. Stale: RevisionMismatch. */
   async updateProxy(p: JSONObject, revision: string): Promise<string> {
     if (!revision) {
-      throw new DoppelError("updateProxy: an update carries the revision it is based on: pass the one proxy() returned",
-        { code: "REVISION_REQUIRED", status: 428, operation: "updateProxy" });
+      // Sent as it is, the answer would be 428 all the same; saying so
+      // here names the argument.
+      throw new RevisionRequired("updateProxy: an update carries the revision it is based on: pass the one proxy() returned",
+        { status: 428, operation: "updateProxy" });
     }
     const out = await this.#call("updateProxy", { params: { name: p?.name }, body: { revision, proxy: withType(p) } });
     return out.revision;

@@ -14,10 +14,13 @@ export class DoppelError extends Error {
   /** The URL called. Never carries the token. */
   readonly url?: string;
 
+  /** The code of each subclass; the instances carry it as .code. */
+  static readonly code: string = "";
+
   constructor(message: string, init: { code?: string; status?: number; operation?: string; url?: string } = {}) {
     super(message);
     this.name = new.target.name;
-    this.code = init.code ?? (new.target as unknown as { code?: string }).code ?? "";
+    this.code = init.code ?? (new.target as typeof DoppelError).code;
     this.status = init.status ?? 0;
     this.operation = init.operation;
     this.url = init.url;
@@ -26,58 +29,86 @@ export class DoppelError extends Error {
 
 type Init = { status?: number; operation?: string; url?: string };
 
-function coded(code: string) {
-  return class extends DoppelError {
-    static readonly code = code;
-    constructor(message: string, init: Init = {}) {
-      super(message, { ...init, code });
-    }
-  };
-}
-
 // The client's own: no answer of Doppel's.
 /** The admin URL is not an http or https URL with a host. */
-export class InvalidURL extends coded("INVALID_URL") {}
+export class InvalidURL extends DoppelError {
+  static readonly code = "INVALID_URL";
+}
 /** Nothing answered at the URL: refused, unknown host, reset. */
-export class Unreachable extends coded("UNREACHABLE") {}
+export class Unreachable extends DoppelError {
+  static readonly code = "UNREACHABLE";
+}
 /** No answer within the client's timeout. */
-export class TimedOut extends coded("TIMED_OUT") {}
+export class TimedOut extends DoppelError {
+  static readonly code = "TIMED_OUT";
+}
 /** An answer that is not what the API documents: not JSON, or an error
  * that is not Doppel's envelope (a gateway's 502 page). */
-export class UnexpectedAnswer extends coded("UNEXPECTED_ANSWER") {}
+export class UnexpectedAnswer extends DoppelError {
+  static readonly code = "UNEXPECTED_ANSWER";
+}
 
 // The admin API's codes.
 /** 400: the request or its document breaks a rule; one line per violation. */
-export class ConfigInvalid extends coded("CONFIG_INVALID") {}
+export class ConfigInvalid extends DoppelError {
+  static readonly code = "CONFIG_INVALID";
+}
 /** 401: no token, or an unknown one. */
-export class Unauthorized extends coded("UNAUTHORIZED") {}
+export class Unauthorized extends DoppelError {
+  static readonly code = "UNAUTHORIZED";
+}
 /** 403: the token may not do this. */
-export class Forbidden extends coded("FORBIDDEN") {}
+export class Forbidden extends DoppelError {
+  static readonly code = "FORBIDDEN";
+}
 /** 404: no such proxy, file or session. */
-export class NotFound extends coded("NOT_FOUND") {}
+export class NotFound extends DoppelError {
+  static readonly code = "NOT_FOUND";
+}
 /** 405. */
-export class MethodNotAllowed extends coded("METHOD_NOT_ALLOWED") {}
+export class MethodNotAllowed extends DoppelError {
+  static readonly code = "METHOD_NOT_ALLOWED";
+}
 /** 409: the name is taken, or the store kept moving. */
-export class Conflict extends coded("CONFLICT") {}
+export class Conflict extends DoppelError {
+  static readonly code = "CONFLICT";
+}
 /** 409: the revision is not the current one: read again, reapply, retry. */
-export class RevisionMismatch extends coded("REVISION_MISMATCH") {}
+export class RevisionMismatch extends DoppelError {
+  static readonly code = "REVISION_MISMATCH";
+}
 /** 413. */
-export class UploadTooLarge extends coded("UPLOAD_TOO_LARGE") {}
+export class UploadTooLarge extends DoppelError {
+  static readonly code = "UPLOAD_TOO_LARGE";
+}
 /** 422: no mock names the file. */
-export class TemplateNotDeclared extends coded("TEMPLATE_NOT_DECLARED") {}
+export class TemplateNotDeclared extends DoppelError {
+  static readonly code = "TEMPLATE_NOT_DECLARED";
+}
 /** 428: no revision sent. */
-export class RevisionRequired extends coded("REVISION_REQUIRED") {}
+export class RevisionRequired extends DoppelError {
+  static readonly code = "REVISION_REQUIRED";
+}
 /** 500: the store failed. */
-export class StoreError extends coded("STORE_ERROR") {}
+export class StoreError extends DoppelError {
+  static readonly code = "STORE_ERROR";
+}
 /** 503. */
-export class DashboardNotBuilt extends coded("DASHBOARD_NOT_BUILT") {}
+export class DashboardNotBuilt extends DoppelError {
+  static readonly code = "DASHBOARD_NOT_BUILT";
+}
 /** 429: 16 streams of the journal per caller, 256 in all. */
-export class TooManySubscribers extends coded("TOO_MANY_SUBSCRIBERS") {}
+export class TooManySubscribers extends DoppelError {
+  static readonly code = "TOO_MANY_SUBSCRIBERS";
+}
 /** 503: a fleet-wide verification could not read a live replica's journal. */
-export class ReplicaUnavailable extends coded("REPLICA_UNAVAILABLE") {}
+export class ReplicaUnavailable extends DoppelError {
+  static readonly code = "REPLICA_UNAVAILABLE";
+}
 
 /** 409: a verified condition did not hold. */
-export class VerificationFailed extends coded("VERIFICATION_FAILED") {
+export class VerificationFailed extends DoppelError {
+  static readonly code = "VERIFICATION_FAILED";
   /** How many entries match. */
   matched = 0;
   /** The milliseconds between consecutive matched entries. */
@@ -90,20 +121,46 @@ export class VerificationFailed extends coded("VERIFICATION_FAILED") {
 
 // The proxy listener's codes, which a client under test sees in its own
 // answers: readError reads them there.
-export class InvalidRequestPath extends coded("INVALID_REQUEST_PATH") {}
-export class InvalidRequestBody extends coded("INVALID_REQUEST_BODY") {}
-export class ProxyNotResolved extends coded("PROXY_NOT_RESOLVED") {}
-export class RequestTimeout extends coded("REQUEST_TIMEOUT") {}
-export class NoProxiesConfigured extends coded("NO_PROXIES_CONFIGURED") {}
+export class InvalidRequestPath extends DoppelError {
+  static readonly code = "INVALID_REQUEST_PATH";
+}
+export class InvalidRequestBody extends DoppelError {
+  static readonly code = "INVALID_REQUEST_BODY";
+}
+export class ProxyNotResolved extends DoppelError {
+  static readonly code = "PROXY_NOT_RESOLVED";
+}
+export class RequestTimeout extends DoppelError {
+  static readonly code = "REQUEST_TIMEOUT";
+}
+export class NoProxiesConfigured extends DoppelError {
+  static readonly code = "NO_PROXIES_CONFIGURED";
+}
 /** The configured loss status. */
-export class LossInjected extends coded("LOSS_INJECTED") {}
-export class TemplateRenderError extends coded("TEMPLATE_RENDER_ERROR") {}
-export class TemplateNotFound extends coded("TEMPLATE_NOT_FOUND") {}
-export class BodyExtractionError extends coded("BODY_EXTRACTION_ERROR") {}
-export class InternalError extends coded("INTERNAL_ERROR") {}
-export class RenderBudgetExhausted extends coded("RENDER_BUDGET_EXHAUSTED") {}
-export class UpstreamError extends coded("UPSTREAM_ERROR") {}
-export class UpstreamTimeout extends coded("UPSTREAM_TIMEOUT") {}
+export class LossInjected extends DoppelError {
+  static readonly code = "LOSS_INJECTED";
+}
+export class TemplateRenderError extends DoppelError {
+  static readonly code = "TEMPLATE_RENDER_ERROR";
+}
+export class TemplateNotFound extends DoppelError {
+  static readonly code = "TEMPLATE_NOT_FOUND";
+}
+export class BodyExtractionError extends DoppelError {
+  static readonly code = "BODY_EXTRACTION_ERROR";
+}
+export class InternalError extends DoppelError {
+  static readonly code = "INTERNAL_ERROR";
+}
+export class RenderBudgetExhausted extends DoppelError {
+  static readonly code = "RENDER_BUDGET_EXHAUSTED";
+}
+export class UpstreamError extends DoppelError {
+  static readonly code = "UPSTREAM_ERROR";
+}
+export class UpstreamTimeout extends DoppelError {
+  static readonly code = "UPSTREAM_TIMEOUT";
+}
 
 /** The class of each code of Doppel's closed set. */
 export const byCode: Readonly<Record<string, new (message: string, init?: Init) => DoppelError>> = Object.freeze(

@@ -13,9 +13,6 @@ import { DoppelError } from "./errors.js";
  * (the message holds what it wrote to stderr), or it was not ready in time. */
 export class StartFailed extends DoppelError {
   static readonly code = "START_FAILED";
-  constructor(message: string) {
-    super(message, { code: "START_FAILED" });
-  }
 }
 
 export interface StartOptions {

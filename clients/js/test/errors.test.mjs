@@ -2,7 +2,7 @@
 // all DoppelError with .code and .status.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client, ConfigInvalid, Conflict, DoppelError, NotFound, RevisionMismatch, Unauthorized, startDoppel } from "@doppelproxy/client";
+import { Client, ConfigInvalid, Conflict, DoppelError, NotFound, RevisionMismatch, RevisionRequired, Unauthorized, startDoppel } from "@doppelproxy/client";
 import { SHOP, TOKEN } from "./shop.mjs";
 
 let doppel;
@@ -62,4 +62,9 @@ test("status, counters and record answer as documented", async () => {
   assert.equal((await c.counters("shop")).length, 0);
   const preview = await c.record("shop", { match: "^/orders$" });
   assert.ok(Array.isArray(preview.mocks));
+});
+
+test("an update without a revision is RevisionRequired before anything is sent", async () => {
+  const { proxy } = await doppel.client.proxy("shop");
+  await assert.rejects(doppel.client.updateProxy(proxy, ""), isError(RevisionRequired, "REVISION_REQUIRED", 428));
 });
