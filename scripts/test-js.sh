@@ -94,4 +94,4 @@ node "$tmp/project/check.mjs"
 
 say "running the tests"
 cd "$pkg"
-node --test --test-concurrency=1 "$@" test/
+node --test --test-concurrency=1 "$@" test/*.test.mjs
