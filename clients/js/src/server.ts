@@ -96,7 +96,7 @@ export async function startDoppel(options: StartOptions): Promise<Doppel> {
   for (;;) {
     if (exited !== undefined) {
       const why = spawnError ? `cannot run ${binary}: ${spawnError.message}`
-        : `doppel exited with status ${exited} before it was ready:\n${output().trim()}`;
+        : `${binary} exited with status ${exited} before it was ready:\n${output().trim()}`;
       await stop();
       throw new StartFailed(why);
     }

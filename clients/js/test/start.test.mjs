@@ -72,8 +72,11 @@ test("a binary that cannot be run says so", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "doppel-test-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const bin = join(dir, "doppel");
-  writeFileSync(bin, "not a program\n");
+  writeFileSync(bin, "#!/bin/sh\nexit 0\n");
+  chmodSync(bin, 0o644);
+  await assert.rejects(startDoppel({ config: SHOP, binary: bin }),
+    (e) => e instanceof StartFailed && e.message.startsWith(`cannot run ${bin}: `) && /EACCES/.test(e.message));
   chmodSync(bin, 0o755);
   await assert.rejects(startDoppel({ config: SHOP, binary: bin }),
-    (e) => e instanceof StartFailed && e.message.includes(bin));
+    (e) => e instanceof StartFailed && e.message.startsWith(`${bin} exited with status 0 before it was ready`));
 });
