@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, openSync, closeSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { constants as os, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { Client } from "./client.js";
 import { DoppelError } from "./errors.js";
@@ -74,13 +74,16 @@ export async function startDoppel(options: StartOptions): Promise<Doppel> {
   let spawnError: Error | undefined;
   const done = new Promise<number | null>((resolve) => {
     child.on("error", (e) => { spawnError = e; exited = null; resolve(null); });
-    child.on("exit", (code, signal) => { exited = code ?? (signal ? 128 : null); resolve(exited); });
+    child.on("exit", (code, signal) => { exited = code ?? (signal ? 128 + (os.signals[signal] ?? 0) : null); resolve(exited); });
   });
   // A test runner that exits without stop() leaves no doppel behind.
   const onExit = () => child.kill("SIGKILL");
   process.once("exit", onExit);
 
-  const stop = async (): Promise<number | null> => {
+  // One SIGTERM however often it is called: a second signal would make
+  // Doppel exit at once, without letting requests finish.
+  let stopping: Promise<number | null> | undefined;
+  const stop = (): Promise<number | null> => (stopping ??= (async () => {
     if (exited === undefined) {
       child.kill("SIGTERM");
       const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
@@ -90,7 +93,7 @@ export async function startDoppel(options: StartOptions): Promise<Doppel> {
     process.removeListener("exit", onExit);
     rmSync(dir, { recursive: true, force: true });
     return exited ?? null;
-  };
+  })());
 
   const deadline = Date.now() + (options.readyTimeoutMs ?? 15_000);
   for (;;) {

@@ -21,8 +21,13 @@ test("it serves the document on ports of its own until stop() sends SIGTERM", as
   } finally {
     assert.equal(await two.stop(), 0);
   }
-  // SIGTERM is a clean stop: status 0, and the listener is gone.
-  assert.equal(await one.stop(), 0);
+  // SIGTERM is a clean stop: a request in flight is answered, the status
+  // is 0, and the listener is gone. Called twice, both resolve to it.
+  await one.client.session({ shop: { latency: { percentage: 1.0, min: 0.5, max: 0.5 } } }, { id: "slow-catalog-0123456789" });
+  const inFlight = fetch(one.proxyUrl + "/catalog", { headers: { "X-Doppel-Session": "slow-catalog-0123456789" } });
+  await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(await Promise.all([one.stop(), one.stop()]), [0, 0]);
+  assert.equal(await (await inFlight).text(), "catalog");
   await assert.rejects(fetch(one.proxyUrl + "/catalog"));
   assert.equal(await one.stop(), 0); // twice is harmless
 });
