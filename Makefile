@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test test-python test-toxiproxy image image-test lint schema fuzz clean bench dashboard-test screenshots
+.PHONY: all build test test-python test-js test-toxiproxy image image-test lint schema fuzz clean bench dashboard-test screenshots
 
 all: lint test build
 
@@ -18,9 +18,13 @@ build:
 test:
 	scripts/with-postgres.sh $(GO) test -race -count=1 $(PKGS)
 	@scripts/test-python.sh || { rc=$$?; [ $$rc -eq 3 ] && [ -z "$$CI" ] || exit $$rc; }
+	@scripts/test-js.sh || { rc=$$?; [ $$rc -eq 3 ] && [ -z "$$CI" ] || exit $$rc; }
 
 test-python:
 	scripts/test-python.sh
+
+test-js:
+	scripts/test-js.sh
 
 # Toxiproxy's own tests (api_test.go, proxy_test.go, the toxics' through a
 # proxy) against the binary, one release after the other, serially, outside

@@ -3,7 +3,6 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, openSync, closeSync } from "node:fs";
-import { createServer } from "node:net";
 import { constants as os, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { Client } from "./client.js";
@@ -58,17 +57,18 @@ export async function startDoppel(options: StartOptions): Promise<Doppel> {
   const dir = mkdtempSync(join(tmpdir(), "doppel-"));
   const configPath = join(dir, "main.yaml");
   writeFileSync(configPath, options.config);
-  const [proxyPort, adminPort] = await freePorts(2);
-  const proxyUrl = `http://127.0.0.1:${proxyPort}`;
-  const adminUrl = `http://127.0.0.1:${adminPort}`;
-  const client = new Client(adminUrl, { token: options.token, sessionHeader: sessionHeader(options.config) });
   const logPath = join(dir, "output.log");
   const log = openSync(logPath, "w");
   const output = () => { try { return readFileSync(logPath, "utf8"); } catch { return ""; } };
 
+  // Port 0: the kernel picks free ports as doppel binds them, and its
+  // startup lines say which (no port is chosen before and raced for). Its
+  // log at info, whatever the environment filters.
+  const env: NodeJS.ProcessEnv = { ...process.env, DOPPEL_LOG: "info" };
+  delete env.RUST_LOG;
   const child: ChildProcess = spawn(binary, ["serve", "--config", configPath,
-    "--proxy-addr", `127.0.0.1:${proxyPort}`, "--admin-addr", `127.0.0.1:${adminPort}`,
-    "--socket", join(dir, "control.sock")], { stdio: ["ignore", log, log] });
+    "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+    "--socket", join(dir, "control.sock")], { stdio: ["ignore", log, log], env });
   closeSync(log);
   let exited: number | null | undefined;
   let spawnError: Error | undefined;
@@ -95,28 +95,35 @@ export async function startDoppel(options: StartOptions): Promise<Doppel> {
     return exited ?? null;
   })());
 
+  // Ready once its log says where the admin API and the proxy listener
+  // are bound: "doppel started" comes after both listen.
   const deadline = Date.now() + (options.readyTimeoutMs ?? 15_000);
+  let proxyUrl = "";
+  let adminUrl = "";
   for (;;) {
+    for (const line of output().split("\n")) {
+      const fields = startupFields(line);
+      if (fields?.message === "the admin API is listening" && typeof fields.admin_addr === "string") {
+        adminUrl = `http://${fields.admin_addr}`;
+      } else if (fields?.message === "doppel started" && typeof fields.proxy_addr === "string") {
+        proxyUrl = `http://${fields.proxy_addr}`;
+      }
+    }
+    if (proxyUrl && adminUrl) break;
     if (exited !== undefined) {
       const why = spawnError ? `cannot run ${binary}: ${spawnError.message}`
         : `${binary} exited with status ${exited} before it was ready:\n${output().trim()}`;
       await stop();
       throw new StartFailed(why);
     }
-    try {
-      const resp = await fetch(adminUrl + "/api/v1/status", { signal: AbortSignal.timeout(1000) });
-      await resp.arrayBuffer();
-      if (resp.status === 200 || resp.status === 401 || resp.status === 403) break;
-    } catch {
-      // Not listening yet.
-    }
     if (Date.now() > deadline) {
       const log = output();
       await stop();
-      throw new StartFailed(`doppel was not ready within ${options.readyTimeoutMs ?? 15_000} ms at ${adminUrl}; its log:\n${log}`);
+      throw new StartFailed(`doppel was not ready within ${options.readyTimeoutMs ?? 15_000} ms; its log:\n${log}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+  const client = new Client(adminUrl, { token: options.token, sessionHeader: sessionHeader(options.config) });
   return { proxyUrl, adminUrl, client, output, stop };
 }
 
@@ -130,17 +137,15 @@ function isExecutable(path: string): boolean {
   }
 }
 
-// Held open together so that the n differ; another process taking one
-// before doppel binds it is possible but rare.
-async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => resolve(s));
-  })));
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  return ports;
+// startupFields are the fields of a JSON log line, or undefined.
+function startupFields(line: string): Record<string, unknown> | undefined {
+  if (!line.startsWith("{")) return undefined;
+  try {
+    const fields = (JSON.parse(line) as { fields?: unknown }).fields;
+    return fields && typeof fields === "object" ? fields as Record<string, unknown> : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 // server.session_header, read without a YAML parser: the package has no
