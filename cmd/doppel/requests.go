@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,44 +18,6 @@ import (
 	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/spf13/cobra"
 )
-
-// Environment variables of the requests commands' flags.
-const (
-	envAdminURL   = "DOPPEL_ADMIN_URL"
-	envAdminToken = "DOPPEL_ADMIN_TOKEN"
-)
-
-// adminFlags are how a requests command reaches the admin API.
-type adminFlags struct {
-	url, token, header, output string
-}
-
-func (a *adminFlags) register(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	fs.StringVar(&a.url, "admin", "", "the admin API's base URL, such as http://127.0.0.1:8081 (env "+envAdminURL+")")
-	fs.StringVar(&a.token, "token", "", "an admin token, sent as Bearer <token> (env "+envAdminToken+")")
-	fs.StringVar(&a.header, "auth-header", "X-Proxy-Authorization", "the header the token travels in (admin.auth.header)")
-	fs.StringVarP(&a.output, "output", "o", "table", "table for people, json for scripts")
-}
-
-func (a *adminFlags) resolve(cmd *cobra.Command) error {
-	if !cmd.Flags().Changed("admin") {
-		a.url = os.Getenv(envAdminURL)
-	}
-	if !cmd.Flags().Changed("token") {
-		a.token = os.Getenv(envAdminToken)
-	}
-	if a.url == "" {
-		return usage("--admin (or %s) is required: the admin API's base URL", envAdminURL)
-	}
-	if u, err := url.Parse(a.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usage("--admin must be an http or https URL, not %q", a.url)
-	}
-	if a.output != "table" && a.output != "json" {
-		return usage("--output must be table or json, not %q", a.output)
-	}
-	return nil
-}
 
 // call sends one request to the admin API; an error envelope is a failure
 // naming its code and message.
@@ -78,14 +39,14 @@ func (a *adminFlags) call(method, path string, body []byte, client *http.Client)
 	return res, nil
 }
 
-// client is what list, verify and clear call the admin API with; tail's
+// httpClient is what list, verify and clear call the admin API with; tail's
 // stream has no timeout.
-var client = &http.Client{Timeout: 30 * time.Second}
+var httpClient = &http.Client{Timeout: 30 * time.Second}
 
 // fetch makes one call and reads the whole answer: an answer whose status
 // is not among want is the envelope's error.
 func (a *adminFlags) fetch(method, path string, body []byte, want ...int) (int, []byte, error) {
-	res, err := a.call(method, path, body, client)
+	res, err := a.call(method, path, body, httpClient)
 	if err != nil {
 		return 0, nil, err
 	}
