@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
@@ -145,4 +148,69 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// call sends one request to the admin API; an error envelope is a failure
+// naming its code and message.
+func (a *adminFlags) call(method, path string, body []byte, client *http.Client) (*http.Response, error) {
+	req, err := http.NewRequest(method, strings.TrimRight(a.url, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, usage("%v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.token != "" {
+		req.Header.Set(a.header, "Bearer "+a.token)
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, failed("the admin API at %s cannot be reached: %v", a.url, err)
+	}
+	return res, nil
+}
+
+// httpClient is what list, verify and clear call the admin API with; tail's
+// stream has no timeout.
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+// fetch makes one call and reads the whole answer: an answer whose status
+// is not among want is the envelope's error.
+func (a *adminFlags) fetch(method, path string, body []byte, want ...int) (int, []byte, error) {
+	res, err := a.call(method, path, body, httpClient)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if !slices.Contains(want, res.StatusCode) {
+		return res.StatusCode, raw, envelopeError(res, raw)
+	}
+	return res.StatusCode, raw, nil
+}
+
+func envelopeError(res *http.Response, raw []byte) error {
+	var env struct{ Code, Message string }
+	if json.Unmarshal(raw, &env) == nil && env.Code != "" {
+		return failed("%d %s: %s", res.StatusCode, env.Code, env.Message)
+	}
+	return failed("the admin API answered %s", res.Status)
+}
+
+// fleetAnswer is what an answer says of the replicas it read.
+type fleetAnswer struct {
+	Answered []string `json:"answered"`
+	Missing  []struct {
+		ID, URL, State, Error string
+	} `json:"missing"`
+}
+
+// fleet reports whether the answer is of more than one replica.
+func (f fleetAnswer) fleet() bool { return len(f.Answered) > 1 || len(f.Missing) > 0 }
+
+// say writes a line for each replica missing, after prefix.
+func (f fleetAnswer) say(b *strings.Builder, prefix string) {
+	for _, m := range f.Missing {
+		fmt.Fprintf(b, "%s(replica %s at %s is missing, %s: %s)\n", prefix, m.ID, cmpDash(m.URL), m.State, m.Error)
+	}
 }
