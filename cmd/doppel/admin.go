@@ -1,11 +1,12 @@
 package main
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/doppelproxy/doppel/client"
@@ -83,11 +84,14 @@ func (a *adminFlags) newClient(hc *http.Client) *client.Client {
 func (a *adminFlags) printRaw(cmd *cobra.Command) error { return write(cmd, string(a.raw)) }
 
 // failure is what stopped a call, in one line: the error envelope's code
-// and message, the status of an answer that is not Doppel's, or why the
-// admin API could not be reached.
-func (a *adminFlags) failure(err error) error {
+// and message, the status of an answer that is not Doppel's, why the
+// admin API could not be reached, or, of an answer that does not decode,
+// what it should have been (want: "a list of sessions").
+func (a *adminFlags) failure(err error, want string) error {
 	var e *client.Error
 	var ue *url.Error
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &e) && e.Code != "":
 		return failed("%d %s: %s", e.Status, e.Code, e.Message)
@@ -95,8 +99,11 @@ func (a *adminFlags) failure(err error) error {
 		return failed("the admin API answered %d %s", e.Status, http.StatusText(e.Status))
 	case errors.As(err, &ue):
 		return failed("the admin API at %s cannot be reached: %v", a.url, ue)
-	case errors.Is(err, context.DeadlineExceeded):
-		return failed("the admin API at %s cannot be reached: %v", a.url, err)
+	case want != "" && errors.As(err, &syntax):
+		return failed("the admin API's answer is not %s: %v", want, syntax)
+	case want != "" && errors.As(err, &typ):
+		return failed("the admin API's answer is not %s: %v", want, typ)
 	}
-	return failed("%v", err)
+	// The client's errors start with "doppel ", which run prints already.
+	return failed("%s", strings.TrimPrefix(err.Error(), "doppel "))
 }

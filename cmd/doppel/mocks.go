@@ -52,11 +52,11 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 				// and the mocks the proxy has, to print only those added.
 				cur, revision, err := c.Proxy(cmd.Context(), proxy)
 				if err != nil {
-					return a.failure(err)
+					return a.failure(err, "a proxy")
 				}
 				out, err := c.ApplyRecording(cmd.Context(), proxy, revision, rec)
 				if err != nil {
-					return a.failure(err)
+					return a.failure(err, "a recording")
 				}
 				exchanges, message, replicas = out.Exchanges, out.Message, out.Replicas
 				if out.Revision != "" { // applied: the mocks it did not have before
@@ -69,7 +69,7 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 			} else {
 				out, err := c.Record(cmd.Context(), proxy, rec)
 				if err != nil {
-					return a.failure(err)
+					return a.failure(err, "a recording")
 				}
 				mocks, exchanges, message, replicas = out.Mocks, out.Exchanges, out.Message, out.Replicas
 			}

@@ -29,7 +29,7 @@ marked with *. An instance with the file store lists itself.`,
 			}
 			replicas, err := a.client().Replicas(cmd.Context())
 			if err != nil {
-				return a.failure(err)
+				return a.failure(err, "a list of replicas")
 			}
 			if a.output == "json" {
 				return a.printRaw(cmd)

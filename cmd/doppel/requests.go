@@ -64,7 +64,7 @@ func newRequestsListCmd() *cobra.Command {
 			}
 			list, err := a.client().Requests(cmd.Context(), f.filter())
 			if err != nil {
-				return a.failure(err)
+				return a.failure(err, "a list of requests")
 			}
 			if a.output == "json" {
 				return a.printRaw(cmd)
@@ -209,7 +209,7 @@ func newRequestsTailCmd() *cobra.Command {
 			}
 			stream, err := a.streamClient().StreamRequests(cmd.Context(), f.filter())
 			if err != nil {
-				return a.failure(err)
+				return a.failure(err, "")
 			}
 			defer stream.Close()
 			return follow(cmd, stream, a.output == "json")
@@ -297,7 +297,7 @@ which, and the matched requests follow).`,
 			got, err := a.client().VerifyJSON(cmd.Context(), body)
 			var notHeld *client.VerificationError
 			if err != nil && !errors.As(err, &notHeld) {
-				return a.failure(err)
+				return a.failure(err, "a verification's")
 			}
 			if a.output == "json" {
 				if err := a.printRaw(cmd); err != nil {
@@ -353,7 +353,7 @@ func newRequestsClearCmd() *cobra.Command {
 				return err
 			}
 			if err := a.client().ClearRequests(cmd.Context(), proxies...); err != nil {
-				return a.failure(err)
+				return a.failure(err, "")
 			}
 			if a.output == "json" {
 				return write(cmd, "{\"cleared\":true}\n")

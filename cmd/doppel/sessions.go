@@ -64,7 +64,7 @@ func newSessionsCreateCmd() *cobra.Command {
 			}
 			s, err := a.client().CreateSessionJSON(cmd.Context(), body)
 			if err != nil {
-				return a.failure(err)
+				return a.failure(err, "a session")
 			}
 			if a.output == "json" {
 				return a.printRaw(cmd)
@@ -91,7 +91,7 @@ func newSessionsListCmd() *cobra.Command {
 			}
 			sessions, err := a.client().Sessions(cmd.Context())
 			if err != nil {
-				return a.failure(err)
+				return a.failure(err, "a list of sessions")
 			}
 			if a.output == "json" {
 				return a.printRaw(cmd)
@@ -123,7 +123,7 @@ func newSessionsEndCmd() *cobra.Command {
 				return err
 			}
 			if err := a.client().DeleteSession(cmd.Context(), args[0]); err != nil {
-				return a.failure(err)
+				return a.failure(err, "")
 			}
 			if a.output == "json" {
 				return write(cmd, `{"ended":`+jsonString(args[0])+"}\n")
@@ -180,7 +180,7 @@ func newCountersListCmd() *cobra.Command {
 			}
 			counters, err := a.client().Counters(cmd.Context(), proxy, session)
 			if err != nil {
-				return a.failure(err)
+				return a.failure(err, "a list of counters")
 			}
 			if a.output == "json" {
 				return a.printRaw(cmd)
@@ -218,7 +218,7 @@ func newCountersResetCmd() *cobra.Command {
 				return err
 			}
 			if err := a.client().ResetCounters(cmd.Context(), proxy, session); err != nil {
-				return a.failure(err)
+				return a.failure(err, "")
 			}
 			if a.output == "json" {
 				return write(cmd, `{"reset":`+jsonString(proxy)+"}\n")
