@@ -26,6 +26,7 @@ type Client struct {
 	http   *http.Client
 	header string
 	token  string
+	answer func(Answer)
 }
 
 // Option configures a Client.
@@ -38,6 +39,20 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // WithTokenHeader names the header the token travels in; Authorization
 // when not set, which Doppel accepts beside admin.auth.header.
 func WithTokenHeader(name string) Option { return func(c *Client) { c.header = name } }
+
+// Answer is an answer of the API as it came, before the client decoded
+// it: its operation (as /openapi.json names it), HTTP status and body.
+type Answer struct {
+	Operation string
+	Status    int
+	Body      []byte
+}
+
+// WithAnswer calls f with every answer read whole, whatever its status,
+// before it is decoded: for a program that prints the API's JSON as it
+// came beside what it makes of the typed value. A stream's events are
+// not answers read whole; its refusal is. Body is f's to keep.
+func WithAnswer(f func(Answer)) Option { return func(c *Client) { c.answer = f } }
 
 // WithHTTPClient sends the calls through hc instead of
 // http.DefaultClient: for a timeout, a proxy, TLS settings.
@@ -88,6 +103,7 @@ func (c *Client) do(ctx context.Context, k call) (http.Header, error) {
 	if err != nil {
 		return nil, fmt.Errorf("doppel %s: reading the answer: %w", k.op.id, err)
 	}
+	c.answered(k.op, resp.StatusCode, body)
 	if !wanted(resp.StatusCode, k.want) {
 		return nil, answerError(k.op.id, resp.StatusCode, body)
 	}
@@ -98,6 +114,13 @@ func (c *Client) do(ctx context.Context, k call) (http.Header, error) {
 		}
 	}
 	return resp.Header, nil
+}
+
+// answered hands an answer read whole to WithAnswer's function.
+func (c *Client) answered(op operation, status int, body []byte) {
+	if c.answer != nil {
+		c.answer(Answer{Operation: op.id, Status: status, Body: body})
+	}
 }
 
 // send makes the request and returns the answer unread.
@@ -119,6 +142,8 @@ func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
 	contentType := ""
 	switch in := k.in.(type) {
 	case nil:
+	case json.RawMessage: // a document sent as written, for Doppel to judge
+		body, contentType = bytes.NewReader(in), "application/json"
 	case io.Reader:
 		body, contentType = in, "application/octet-stream"
 	default:

@@ -98,6 +98,11 @@ type VerificationError struct {
 	Requests []Request
 	// RequestsOmitted counts the older matched entries not in Requests.
 	RequestsOmitted int
+	// Replicas says whose journals were verified, as VerifyResult does.
+	Replicas ReplicasAnswered
+	// Partial is true when some replica's journal was missing and
+	// Verification.Partial allowed it.
+	Partial bool
 }
 
 func (e *VerificationError) Error() string {

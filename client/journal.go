@@ -267,7 +267,19 @@ type VerifyResult struct {
 // a *VerificationError (errors.Is(err, ErrVerificationFailed)) saying
 // which, with the entries matched.
 func (c *Client) Verify(ctx context.Context, v Verification) (VerifyResult, error) {
-	resp, err := c.send(ctx, call{op: opVerifyRequests, in: v})
+	return c.verify(ctx, v)
+}
+
+// VerifyJSON is Verify of a verification written as JSON, such as one
+// read from a file: it is sent as written, so that Doppel judges it
+// whole (a field this client does not know, a typo) and answers as it
+// would any caller.
+func (c *Client) VerifyJSON(ctx context.Context, verification []byte) (VerifyResult, error) {
+	return c.verify(ctx, json.RawMessage(verification))
+}
+
+func (c *Client) verify(ctx context.Context, in any) (VerifyResult, error) {
+	resp, err := c.send(ctx, call{op: opVerifyRequests, in: in})
 	if err != nil {
 		return VerifyResult{}, err
 	}
@@ -276,6 +288,7 @@ func (c *Client) Verify(ctx context.Context, v Verification) (VerifyResult, erro
 	if err != nil {
 		return VerifyResult{}, fmt.Errorf("doppel %s: reading the answer: %w", opVerifyRequests.id, err)
 	}
+	c.answered(opVerifyRequests, resp.StatusCode, body)
 	switch resp.StatusCode {
 	case http.StatusOK:
 		var out VerifyResult
@@ -285,16 +298,19 @@ func (c *Client) Verify(ctx context.Context, v Verification) (VerifyResult, erro
 		return out, nil
 	case http.StatusConflict:
 		var failed struct {
-			Code     string    `json:"code"`
-			Message  string    `json:"message"`
-			Matched  int       `json:"matched"`
-			GapsMS   []float64 `json:"gaps_ms"`
-			Requests []Request `json:"requests"`
-			Omitted  int       `json:"requests_omitted"`
+			Code     string           `json:"code"`
+			Message  string           `json:"message"`
+			Matched  int              `json:"matched"`
+			GapsMS   []float64        `json:"gaps_ms"`
+			Requests []Request        `json:"requests"`
+			Omitted  int              `json:"requests_omitted"`
+			Replicas ReplicasAnswered `json:"replicas"`
+			Partial  bool             `json:"partial"`
 		}
 		if json.Unmarshal(body, &failed) == nil && failed.Code == string(ErrVerificationFailed.(codeError)) {
 			return VerifyResult{}, &VerificationError{Message: failed.Message, Matched: failed.Matched,
-				GapsMS: failed.GapsMS, Requests: failed.Requests, RequestsOmitted: failed.Omitted}
+				GapsMS: failed.GapsMS, Requests: failed.Requests, RequestsOmitted: failed.Omitted,
+				Replicas: failed.Replicas, Partial: failed.Partial}
 		}
 	}
 	return VerifyResult{}, answerError(opVerifyRequests.id, resp.StatusCode, body)
@@ -327,6 +343,7 @@ func (c *Client) StreamRequests(ctx context.Context, f Filter) (*RequestStream, 
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		body, _ := readBounded(resp.Body)
+		c.answered(opStreamRequests, resp.StatusCode, body)
 		return nil, answerError(opStreamRequests.id, resp.StatusCode, body)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
@@ -341,6 +358,50 @@ func (c *Client) StreamRequests(ctx context.Context, f Filter) (*RequestStream, 
 // Next waits for the next entry. It returns io.EOF when the stream ended
 // (Doppel stopped), and the context's error when it was cancelled.
 func (s *RequestStream) Next() (Request, error) {
+	for {
+		ev, err := s.NextEvent()
+		if err != nil {
+			return Request{}, err
+		}
+		if ev.Kind == EventRequest {
+			return ev.Request, nil
+		}
+	}
+}
+
+// The kinds of a stream's events.
+const (
+	// EventComment is a line Doppel writes for people or to keep the
+	// connection open, such as the note opening a stream; no data.
+	EventComment = ""
+	// EventRequest is an entry, in Event.Request.
+	EventRequest = "request"
+	// EventDropped says this stream fell behind: Event.Dropped entries
+	// were lost.
+	EventDropped = "dropped"
+	// EventReplicas is what a fleet's stream follows, in Event.Replicas:
+	// its first event, and again when a replica goes or comes back.
+	EventReplicas = "replicas"
+)
+
+// Event is one event of the stream, as Doppel sent it.
+type Event struct {
+	// Kind is one of the Event kinds, or one this client does not know.
+	Kind string
+	// Request is a request event's entry.
+	Request Request
+	// Dropped is a dropped event's count.
+	Dropped uint64
+	// Replicas is a replicas event's.
+	Replicas ReplicasAnswered
+	// Data is the event's data as it came (JSON); empty for a comment.
+	Data []byte
+}
+
+// NextEvent waits for the next event of any kind: for a program that
+// shows a fleet's replicas or what was dropped as it happens. Next is
+// the entries alone. Dropped and Replicas follow the events either way.
+func (s *RequestStream) NextEvent() (Event, error) {
 	var event, data string
 	for s.lines.Scan() {
 		line := s.lines.Text()
@@ -350,28 +411,30 @@ func (s *RequestStream) Next() (Request, error) {
 				event = ""
 				continue
 			}
+			ev := Event{Kind: event, Data: []byte(data)}
 			switch event {
-			case "request":
-				var r Request
-				if err := json.Unmarshal([]byte(data), &r); err != nil {
-					return Request{}, fmt.Errorf("doppel %s: an entry that is not one: %w", opStreamRequests.id, err)
+			case EventRequest:
+				if err := json.Unmarshal(ev.Data, &ev.Request); err != nil {
+					return Event{}, fmt.Errorf("doppel %s: an entry that is not one: %w", opStreamRequests.id, err)
 				}
-				return r, nil
-			case "dropped":
+			case EventDropped:
 				var d struct {
 					Dropped uint64 `json:"dropped"`
 				}
-				if json.Unmarshal([]byte(data), &d) == nil {
+				if json.Unmarshal(ev.Data, &d) == nil {
+					ev.Dropped = d.Dropped
 					s.dropped += d.Dropped
 				}
-			case "replicas":
-				var r ReplicasAnswered
-				if json.Unmarshal([]byte(data), &r) == nil {
-					s.replicas = r
+			case EventReplicas:
+				if json.Unmarshal(ev.Data, &ev.Replicas) == nil {
+					s.replicas = ev.Replicas
 				}
 			}
-			event, data = "", ""
-		case strings.HasPrefix(line, ":"): // a comment: keep-alive
+			return ev, nil
+		case strings.HasPrefix(line, ":"): // a comment: a note, or a keep-alive
+			if event == "" && data == "" {
+				return Event{Kind: EventComment}, nil
+			}
 		case strings.HasPrefix(line, "event:"):
 			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
 		case strings.HasPrefix(line, "data:"):
@@ -382,9 +445,9 @@ func (s *RequestStream) Next() (Request, error) {
 		}
 	}
 	if err := s.lines.Err(); err != nil {
-		return Request{}, fmt.Errorf("doppel %s: %w", opStreamRequests.id, err)
+		return Event{}, fmt.Errorf("doppel %s: %w", opStreamRequests.id, err)
 	}
-	return Request{}, io.EOF
+	return Event{}, io.EOF
 }
 
 // Dropped counts the entries this stream lost by falling behind, so far:

@@ -185,16 +185,7 @@ func (c *Client) Record(ctx context.Context, proxy string, r Recording) (RecordP
 // revision. Nothing to record leaves the proxy as it is and returns its
 // revision unchanged.
 func (c *Client) RecordAndApply(ctx context.Context, proxy, revision string, r Recording) (Proxy, string, error) {
-	body := struct {
-		Recording
-		Revision string `json:"revision,omitempty"`
-		Apply    bool   `json:"apply"`
-	}{r, revision, true}
-	var out struct {
-		ProxyRevision
-		RecordPreview
-	}
-	_, err := c.do(ctx, call{op: opRecordProxy, params: []string{proxy}, in: body, want: []int{http.StatusOK}, out: &out})
+	out, err := c.ApplyRecording(ctx, proxy, revision, r)
 	if err != nil {
 		return Proxy{}, "", err
 	}
@@ -204,4 +195,26 @@ func (c *Client) RecordAndApply(ctx context.Context, proxy, revision string, r R
 		return p, rev, err
 	}
 	return out.Proxy, out.Revision, nil
+}
+
+// RecordApplied is an applied recording: the proxy as it is now with its
+// revision, and what the recording found (its Mocks are the preview's,
+// named as appended). With nothing to record, Revision is empty and the
+// proxy unchanged.
+type RecordApplied struct {
+	ProxyRevision
+	RecordPreview
+}
+
+// ApplyRecording is RecordAndApply with what the recording found: how
+// many exchanges, the message, whose journals.
+func (c *Client) ApplyRecording(ctx context.Context, proxy, revision string, r Recording) (RecordApplied, error) {
+	body := struct {
+		Recording
+		Revision string `json:"revision,omitempty"`
+		Apply    bool   `json:"apply"`
+	}{r, revision, true}
+	var out RecordApplied
+	_, err := c.do(ctx, call{op: opRecordProxy, params: []string{proxy}, in: body, want: []int{http.StatusOK}, out: &out})
+	return out, err
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -60,6 +61,15 @@ type SessionDetail struct {
 func (c *Client) CreateSession(ctx context.Context, s Session) (SessionInfo, error) {
 	var out SessionInfo
 	_, err := c.do(ctx, call{op: opCreateSession, in: s, want: []int{http.StatusCreated}, out: &out})
+	return out, err
+}
+
+// CreateSessionJSON is CreateSession of a session written as JSON, such
+// as one read from a file: it is sent as written, so that Doppel judges
+// it whole (a field this client does not know, a typo).
+func (c *Client) CreateSessionJSON(ctx context.Context, session []byte) (SessionInfo, error) {
+	var out SessionInfo
+	_, err := c.do(ctx, call{op: opCreateSession, in: json.RawMessage(session), want: []int{http.StatusCreated}, out: &out})
 	return out, err
 }
 

@@ -3,11 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
+	"github.com/doppelproxy/doppel/client"
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 )
@@ -29,7 +28,7 @@ func newMocksRecordCmd() *cobra.Command {
 		Use:   "record",
 		Short: "Turn the journal's forwarded exchanges of a proxy into mocks, printed as YAML",
 		Long: `Reads what the request journal kept of a proxy's forwarded exchanges and makes one mock per
-method and path, the latest answer winning (POST /api/v1/proxies/{name}/record). Without
+method and path, the latest answer winning (the admin API's recording). Without
 --apply the mocks are printed and nothing changes; with --apply they are appended to the
 proxy (compare-and-swap on the revision read just before) and the mocks added are printed.`,
 		Example: `  doppel mocks record --admin http://127.0.0.1:8081 --proxy shop --match '^/catalog' > recorded.yaml
@@ -42,69 +41,52 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 			if proxy == "" {
 				return usage("--proxy is required: the proxy whose exchanges are recorded")
 			}
-			path := "/api/v1/proxies/" + url.PathEscape(proxy)
-			req := map[string]any{"match": match, "session": session, "since": since, "apply": apply}
-			var before []string
+			c := a.client()
+			rec := client.Recording{Match: match, Session: session, Since: since}
+			var mocks []client.Mock
+			var exchanges int
+			var message string
+			var replicas client.ReplicasAnswered
 			if apply {
-				_, raw, err := a.fetch("GET", path, nil, http.StatusOK)
+				// The revision read just before, for the compare-and-swap,
+				// and the mocks the proxy has, to print only those added.
+				cur, revision, err := c.Proxy(cmd.Context(), proxy)
 				if err != nil {
-					return err
+					return a.failure(err, "a proxy")
 				}
-				var cur struct {
-					Revision string `json:"revision"`
-					Proxy    struct {
-						Mocks []struct {
-							Name string `json:"name"`
-						} `json:"mocks"`
-					} `json:"proxy"`
+				out, err := c.ApplyRecording(cmd.Context(), proxy, revision, rec)
+				if err != nil {
+					return a.failure(err, "a recording")
 				}
-				if err := json.Unmarshal(raw, &cur); err != nil {
-					return failed("the admin API's answer is not a proxy: %v", err)
-				}
-				req["revision"] = cur.Revision
-				for _, m := range cur.Proxy.Mocks {
-					before = append(before, m.Name)
-				}
-			}
-			body, _ := json.Marshal(req)
-			_, raw, err := a.fetch("POST", path+"/record", body, http.StatusOK)
-			if err != nil {
-				return err
-			}
-			var out struct {
-				Mocks     []json.RawMessage `json:"mocks"`
-				Exchanges int               `json:"exchanges"`
-				Message   string            `json:"message"`
-				Replicas  fleetAnswer       `json:"replicas"`
-				Proxy     *struct {
-					Mocks []json.RawMessage `json:"mocks"`
-				} `json:"proxy"`
-			}
-			if err := json.Unmarshal(raw, &out); err != nil {
-				return failed("the admin API's answer is not a recording: %v", err)
-			}
-			mocks := out.Mocks
-			if out.Proxy != nil { // applied: the mocks it did not have before
-				mocks = nil
-				for _, m := range out.Proxy.Mocks {
-					var named struct{ Name string }
-					if json.Unmarshal(m, &named) == nil && !slices.Contains(before, named.Name) {
-						mocks = append(mocks, m)
+				exchanges, message, replicas = out.Exchanges, out.Message, out.Replicas
+				if out.Revision != "" { // applied: the mocks it did not have before
+					for _, m := range out.Proxy.Mocks {
+						if !slices.ContainsFunc(cur.Mocks, func(b client.Mock) bool { return b.Name == m.Name }) {
+							mocks = append(mocks, m)
+						}
 					}
 				}
+			} else {
+				out, err := c.Record(cmd.Context(), proxy, rec)
+				if err != nil {
+					return a.failure(err, "a recording")
+				}
+				mocks, exchanges, message, replicas = out.Mocks, out.Exchanges, out.Message, out.Replicas
+			}
+			list, err := mockList(mocks)
+			if err != nil {
+				return failed("the recorded mocks do not convert to JSON: %v", err)
 			}
 			if a.output == "json" {
-				list, _ := json.Marshal(map[string]any{"mocks": mocks})
 				return write(cmd, string(list)+"\n")
 			}
 			if len(mocks) == 0 {
-				msg := out.Message
+				msg := message
 				if msg == "" {
 					msg = "nothing to record"
 				}
 				return write(cmd, "# "+msg+"\nmocks: []\n")
 			}
-			list, _ := json.Marshal(map[string]any{"mocks": mocks})
 			y, err := yaml.JSONToYAML(list)
 			if err != nil {
 				return failed("the recorded mocks do not convert to YAML: %v", err)
@@ -114,17 +96,17 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 				what = "added to proxy " + proxy
 			}
 			head := "# " + count(len(mocks), "mock") + " " + what
-			if out.Exchanges > 0 {
-				head += ", from " + count(out.Exchanges, "exchange")
+			if exchanges > 0 {
+				head += ", from " + count(exchanges, "exchange")
 			}
-			if out.Message != "" {
-				head += "\n# " + out.Message
+			if message != "" {
+				head += "\n# " + message
 			}
 			var b strings.Builder
 			b.WriteString(head + "\n")
-			if out.Replicas.fleet() {
-				fmt.Fprintf(&b, "# from the journals of %d replicas: %s\n", len(out.Replicas.Answered), strings.Join(out.Replicas.Answered, ", "))
-				out.Replicas.say(&b, "# ")
+			if isFleet(replicas) {
+				fmt.Fprintf(&b, "# from the journals of %d replicas: %s\n", len(replicas.Answered), strings.Join(replicas.Answered, ", "))
+				sayMissing(&b, replicas, "# ")
 			}
 			return write(cmd, b.String()+string(y))
 		},
@@ -137,6 +119,23 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 	fs.StringVar(&since, "since", "", "only exchanges after this RFC 3339 time or journal entry id")
 	fs.BoolVar(&apply, "apply", false, "append the mocks to the proxy instead of only printing them")
 	return cmd
+}
+
+// mockList is {"mocks": [...]} with every object's keys in order, as
+// Doppel writes a recording: the same mocks print the same.
+func mockList(mocks []client.Mock) ([]byte, error) {
+	if mocks == nil {
+		mocks = []client.Mock{}
+	}
+	typed, err := json.Marshal(map[string]any{"mocks": mocks})
+	if err != nil {
+		return nil, err
+	}
+	var generic any
+	if err := json.Unmarshal(typed, &generic); err != nil {
+		return nil, err
+	}
+	return json.Marshal(generic)
 }
 
 // count is "1 mock", "2 mocks".

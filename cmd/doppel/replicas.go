@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/doppelproxy/doppel/internal/fleet"
 	"github.com/spf13/cobra"
 )
 
@@ -17,7 +14,7 @@ func newReplicasCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replicas",
 		Short: "List the replicas serving the configuration, as the one asked sees them",
-		Long: `List the replicas serving the configuration (GET /api/v1/replicas).
+		Long: `List the replicas serving the configuration, as the admin API lists them.
 
 With the PostgreSQL store every replica of the configuration name registers
 at start and writes a heartbeat every 2 s; one without a heartbeat for 10 s
@@ -30,30 +27,25 @@ marked with *. An instance with the file store lists itself.`,
 			if err := a.resolve(cmd); err != nil {
 				return err
 			}
-			_, raw, err := a.fetch("GET", "/api/v1/replicas", nil, http.StatusOK)
+			replicas, err := a.client().Replicas(cmd.Context())
 			if err != nil {
-				return err
+				return a.failure(err, "a list of replicas")
 			}
 			if a.output == "json" {
-				return write(cmd, string(raw))
-			}
-			var list struct {
-				Replicas []fleet.Replica `json:"replicas"`
-			}
-			if err := json.Unmarshal(raw, &list); err != nil {
-				return failed("the admin API's answer is not a list of replicas: %v", err)
+				return a.printRaw(cmd)
 			}
 			var b strings.Builder
 			tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTATE\tURL\tHOST\tPID\tVERSION\tREVISION\tSTARTED\tSEEN")
 			now := time.Now()
-			for _, r := range list.Replicas {
+			for _, r := range replicas {
 				id := r.ID
 				if r.Self {
 					id += " *"
 				}
+				started, seen := when(r.StartedAt), when(r.SeenAt)
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s ago\n", id, r.State, cmpDash(r.URL), r.Host, r.PID, r.Version, r.Revision,
-					r.StartedAt.Local().Format(time.DateTime), max(now.Sub(r.SeenAt), 0).Round(time.Second))
+					started.Local().Format(time.DateTime), max(now.Sub(seen), 0).Round(time.Second))
 			}
 			_ = tw.Flush()
 			return write(cmd, b.String())
@@ -61,6 +53,13 @@ marked with *. An instance with the file store lists itself.`,
 	}
 	a.register(cmd)
 	return cmd
+}
+
+// when is an RFC 3339 time of the API's; the zero time when it is not
+// one, as a time that did not decode was before.
+func when(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
 }
 
 // cmpDash is s, or - when it is empty.

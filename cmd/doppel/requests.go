@@ -1,109 +1,18 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
-	"net/http"
-	"net/url"
-	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
+	"github.com/doppelproxy/doppel/client"
 	"github.com/doppelproxy/doppel/internal/journal"
 	"github.com/spf13/cobra"
 )
-
-// Environment variables of the requests commands' flags.
-const (
-	envAdminURL   = "DOPPEL_ADMIN_URL"
-	envAdminToken = "DOPPEL_ADMIN_TOKEN"
-)
-
-// adminFlags are how a requests command reaches the admin API.
-type adminFlags struct {
-	url, token, header, output string
-}
-
-func (a *adminFlags) register(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	fs.StringVar(&a.url, "admin", "", "the admin API's base URL, such as http://127.0.0.1:8081 (env "+envAdminURL+")")
-	fs.StringVar(&a.token, "token", "", "an admin token, sent as Bearer <token> (env "+envAdminToken+")")
-	fs.StringVar(&a.header, "auth-header", "X-Proxy-Authorization", "the header the token travels in (admin.auth.header)")
-	fs.StringVarP(&a.output, "output", "o", "table", "table for people, json for scripts")
-}
-
-func (a *adminFlags) resolve(cmd *cobra.Command) error {
-	if !cmd.Flags().Changed("admin") {
-		a.url = os.Getenv(envAdminURL)
-	}
-	if !cmd.Flags().Changed("token") {
-		a.token = os.Getenv(envAdminToken)
-	}
-	if a.url == "" {
-		return usage("--admin (or %s) is required: the admin API's base URL", envAdminURL)
-	}
-	if u, err := url.Parse(a.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usage("--admin must be an http or https URL, not %q", a.url)
-	}
-	if a.output != "table" && a.output != "json" {
-		return usage("--output must be table or json, not %q", a.output)
-	}
-	return nil
-}
-
-// call sends one request to the admin API; an error envelope is a failure
-// naming its code and message.
-func (a *adminFlags) call(method, path string, body []byte, client *http.Client) (*http.Response, error) {
-	req, err := http.NewRequest(method, strings.TrimRight(a.url, "/")+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, usage("%v", err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if a.token != "" {
-		req.Header.Set(a.header, "Bearer "+a.token)
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return nil, failed("the admin API at %s cannot be reached: %v", a.url, err)
-	}
-	return res, nil
-}
-
-// client is what list, verify and clear call the admin API with; tail's
-// stream has no timeout.
-var client = &http.Client{Timeout: 30 * time.Second}
-
-// fetch makes one call and reads the whole answer: an answer whose status
-// is not among want is the envelope's error.
-func (a *adminFlags) fetch(method, path string, body []byte, want ...int) (int, []byte, error) {
-	res, err := a.call(method, path, body, client)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<20))
-	if !slices.Contains(want, res.StatusCode) {
-		return res.StatusCode, raw, envelopeError(res, raw)
-	}
-	return res.StatusCode, raw, nil
-}
-
-func envelopeError(res *http.Response, raw []byte) error {
-	var env struct{ Code, Message string }
-	if json.Unmarshal(raw, &env) == nil && env.Code != "" {
-		return failed("%d %s: %s", res.StatusCode, env.Code, env.Message)
-	}
-	return failed("the admin API answered %s", res.Status)
-}
 
 // filterFlags are the journal's filters.
 type filterFlags struct {
@@ -122,20 +31,10 @@ func (f *filterFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.limit, "limit", 0, "only the newest this many, at most 10000 (list: 1000 unless given)")
 }
 
-func (f *filterFlags) query() string {
-	q := url.Values{}
-	for k, v := range map[string]string{"proxy": f.proxy, "mock": f.mock, "method": f.method, "path": f.path, "session": f.session, "since": f.since} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	if f.limit > 0 {
-		q.Set("limit", fmt.Sprint(f.limit))
-	}
-	if len(q) == 0 {
-		return ""
-	}
-	return "?" + q.Encode()
+// filter is the flags as the client's: a --limit under 1 is none.
+func (f *filterFlags) filter() client.Filter {
+	return client.Filter{Proxy: f.proxy, Mock: f.mock, Method: f.method, Path: f.path,
+		Session: f.session, Since: f.since, Limit: max(f.limit, 0)}
 }
 
 func newRequestsCmd() *cobra.Command {
@@ -163,24 +62,15 @@ func newRequestsListCmd() *cobra.Command {
 			if err := a.resolve(cmd); err != nil {
 				return err
 			}
-			_, raw, err := a.fetch("GET", "/api/v1/requests"+f.query(), nil, http.StatusOK)
+			list, err := a.client().Requests(cmd.Context(), f.filter())
 			if err != nil {
-				return err
+				return a.failure(err, "a list of requests")
 			}
 			if a.output == "json" {
-				return write(cmd, string(raw))
-			}
-			var list struct {
-				Requests []*fleetEntry `json:"requests"`
-				Dropped  uint64        `json:"dropped"`
-				More     int           `json:"more"`
-				Replicas fleetAnswer   `json:"replicas"`
-			}
-			if err := json.Unmarshal(raw, &list); err != nil {
-				return failed("the admin API's answer is not a list of requests: %v", err)
+				return a.printRaw(cmd)
 			}
 			var b strings.Builder
-			fleet := list.Replicas.fleet()
+			fleet := isFleet(list.Replicas)
 			tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 			names := columnNames()
 			if fleet {
@@ -188,14 +78,14 @@ func newRequestsListCmd() *cobra.Command {
 			}
 			fmt.Fprintln(tw, strings.Join(names, "\t"))
 			for _, e := range list.Requests {
-				c := cells(&e.Entry)
+				c := cells(&e)
 				if fleet {
 					c = append(c, e.Replica)
 				}
 				fmt.Fprintln(tw, strings.Join(c, "\t"))
 			}
 			_ = tw.Flush()
-			list.Replicas.say(&b, "")
+			sayMissing(&b, list.Replicas, "")
 			if list.More > 0 {
 				fmt.Fprintf(&b, "(%d older requests matched too: --limit shows up to %d)\n", list.More, journal.MaxLimit)
 			}
@@ -246,35 +136,31 @@ func padded(w io.Writer, cells []string) error {
 	return err
 }
 
-func row(w io.Writer, e *journal.Entry) {
+func row(w io.Writer, e *client.Request) {
 	fmt.Fprintln(w, strings.Join(cells(e), "\t"))
 }
 
 // cells are an entry's row.
-func cells(e *journal.Entry) []string {
-	mock := "-"
-	if e.Mock != nil {
-		mock = *e.Mock
-	}
+func cells(e *client.Request) []string {
 	path := e.Path
 	if e.Query != "" {
 		path += "?" + e.Query
 	}
 	status := "-" // a tcp connection has no HTTP status
 	if e.Status != 0 {
-		status = strconv.Itoa(int(e.Status))
+		status = strconv.Itoa(e.Status)
 	}
 	fault := strings.Join(faultNames(e.Fault), ", ")
 	if fault == "" {
 		fault = "-"
 	}
-	return []string{e.Time.Format("15:04:05.000"), e.ID, e.Proxy, mock,
+	return []string{e.Time.Format("15:04:05.000"), e.ID, e.Proxy, cmpDash(e.Mock),
 		e.Method, path, status, strconv.FormatFloat(e.DurationMS, 'g', -1, 64), fault}
 }
 
 // faultNames are what fired for an entry, named and ordered as the
 // dashboard's requests page shows them (web/dashboard/requests.js).
-func faultNames(f journal.Fault) []string {
+func faultNames(f client.Fault) []string {
 	var out []string
 	if f.Replace {
 		out = append(out, "mock")
@@ -285,8 +171,8 @@ func faultNames(f journal.Fault) []string {
 	if f.LatencyMS > 0 {
 		out = append(out, "latency "+millis(f.LatencyMS))
 	}
-	if f.Abort != nil {
-		out = append(out, "abort "+*f.Abort)
+	if f.Abort != "" {
+		out = append(out, "abort "+f.Abort)
 	}
 	if f.Hang {
 		out = append(out, "hang")
@@ -321,16 +207,12 @@ func newRequestsTailCmd() *cobra.Command {
 			if err := a.resolve(cmd); err != nil {
 				return err
 			}
-			res, err := a.call("GET", "/api/v1/requests/stream"+f.query(), nil, &http.Client{})
+			stream, err := a.streamClient().StreamRequests(cmd.Context(), f.filter())
 			if err != nil {
-				return err
+				return a.failure(err, "")
 			}
-			defer res.Body.Close()
-			if res.StatusCode != http.StatusOK {
-				raw, _ := io.ReadAll(res.Body)
-				return envelopeError(res, raw)
-			}
-			return follow(cmd, res.Body, a.output == "json")
+			defer stream.Close()
+			return follow(cmd, stream, a.output == "json")
 		},
 	}
 	a.register(cmd)
@@ -341,16 +223,20 @@ func newRequestsTailCmd() *cobra.Command {
 // follow prints a stream's events, one line each: an entry, how many
 // were dropped because this client fell behind, or, of a fleet's stream
 // (its first event says which replicas it follows), the replicas missing.
-func follow(cmd *cobra.Command, body io.Reader, asJSON bool) error {
+func follow(cmd *cobra.Command, stream *client.RequestStream, asJSON bool) error {
 	out := cmd.OutOrStdout()
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	event := ""
 	headed, fleet := asJSON, false
-	for sc.Scan() {
-		line := sc.Text()
-		if !headed && line != "" {
-			headed, fleet = true, line == "event: replicas"
+	for {
+		ev, err := stream.NextEvent()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return failed("the stream broke off: %v", err)
+		}
+		if !headed {
+			// The first event says whether it is a fleet's stream.
+			headed, fleet = true, ev.Kind == client.EventReplicas
 			names := columnNames()
 			if fleet {
 				names = append(names, "REPLICA")
@@ -359,46 +245,31 @@ func follow(cmd *cobra.Command, body io.Reader, asJSON bool) error {
 				return failed("writing the output: %v", err)
 			}
 		}
+		var text string
 		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			data := strings.TrimPrefix(line, "data: ")
-			var text string
-			switch {
-			case asJSON:
-				text = data + "\n"
-			case event == "dropped":
-				text = "(this client fell behind: " + data + ")\n"
-			case event == "replicas":
-				var r fleetAnswer
-				if json.Unmarshal([]byte(data), &r) == nil {
-					var b strings.Builder
-					fmt.Fprintf(&b, "(following the journals of %d replicas: %s)\n", len(r.Answered), strings.Join(r.Answered, ", "))
-					r.say(&b, "")
-					text = b.String()
-				}
-			case event == "request":
-				var e fleetEntry
-				if json.Unmarshal([]byte(data), &e) == nil {
-					c := cells(&e.Entry)
-					if fleet {
-						c = append(c, e.Replica)
-					}
-					if err := padded(out, c); err != nil {
-						return failed("writing the output: %v", err)
-					}
-				}
+		case ev.Kind == client.EventComment:
+		case asJSON:
+			text = string(ev.Data) + "\n"
+		case ev.Kind == client.EventDropped:
+			text = "(this client fell behind: " + string(ev.Data) + ")\n"
+		case ev.Kind == client.EventReplicas:
+			var b strings.Builder
+			fmt.Fprintf(&b, "(following the journals of %d replicas: %s)\n", len(ev.Replicas.Answered), strings.Join(ev.Replicas.Answered, ", "))
+			sayMissing(&b, ev.Replicas, "")
+			text = b.String()
+		case ev.Kind == client.EventRequest:
+			c := cells(&ev.Request)
+			if fleet {
+				c = append(c, ev.Request.Replica)
 			}
-			if _, err := io.WriteString(out, text); err != nil {
+			if err := padded(out, c); err != nil {
 				return failed("writing the output: %v", err)
 			}
 		}
+		if _, err := io.WriteString(out, text); err != nil {
+			return failed("writing the output: %v", err)
+		}
 	}
-	if err := sc.Err(); err != nil {
-		return failed("the stream broke off: %v", err)
-	}
-	return nil
 }
 
 func newRequestsVerifyCmd() *cobra.Command {
@@ -407,7 +278,7 @@ func newRequestsVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check what a client did against the journal; exit 1 when a condition does not hold",
-		Long: `Send a verification (SPEC §17.4) to POST /api/v1/requests/verify: which
+		Long: `Send a verification (SPEC §17.4) to the admin API: which
 requests (match) and what must hold of them (count, gaps_ms, same_header).
 Exit 0 when every condition holds, 1 when one does not (the message says
 which, and the matched requests follow).`,
@@ -423,49 +294,41 @@ which, and the matched requests follow).`,
 			if err != nil {
 				return err
 			}
-			status, raw, err := a.fetch("POST", "/api/v1/requests/verify", body, http.StatusOK, http.StatusConflict)
-			if err != nil {
-				return err
-			}
-			var got struct {
-				Message  string        `json:"message"`
-				Matched  int           `json:"matched"`
-				GapsMS   []float64     `json:"gaps_ms"`
-				Requests []*fleetEntry `json:"requests"`
-				Omitted  int           `json:"requests_omitted"`
-				Replicas fleetAnswer   `json:"replicas"`
-			}
-			if err := json.Unmarshal(raw, &got); err != nil {
-				return failed("the admin API's answer is not a verification's: %v", err)
+			got, err := a.client().VerifyJSON(cmd.Context(), body)
+			var notHeld *client.VerificationError
+			if err != nil && !errors.As(err, &notHeld) {
+				return a.failure(err, "a verification's")
 			}
 			if a.output == "json" {
-				if err := write(cmd, string(raw)); err != nil {
+				if err := a.printRaw(cmd); err != nil {
 					return err
 				}
 			} else {
 				var b strings.Builder
-				if status == http.StatusOK {
+				replicas := got.Replicas
+				if notHeld == nil {
 					fmt.Fprintf(&b, "verified: %d requests matched, gaps %v ms\n", got.Matched, got.GapsMS)
 				} else {
-					fmt.Fprintf(&b, "not verified: %s\n", got.Message)
+					replicas = notHeld.Replicas
+					fmt.Fprintf(&b, "not verified: %s\n", notHeld.Message)
 					tw := table(&b)
-					for _, e := range got.Requests {
-						row(tw, &e.Entry)
+					for _, e := range notHeld.Requests {
+						row(tw, &e)
 					}
 					_ = tw.Flush()
-					if got.Omitted > 0 {
-						fmt.Fprintf(&b, "(the newest %d shown; %d older requests matched too)\n", len(got.Requests), got.Omitted)
+					if notHeld.RequestsOmitted > 0 {
+						fmt.Fprintf(&b, "(the newest %d shown; %d older requests matched too)\n", len(notHeld.Requests), notHeld.RequestsOmitted)
 					}
 				}
-				if got.Replicas.fleet() {
-					fmt.Fprintf(&b, "(the journals of %d replicas: %s)\n", len(got.Replicas.Answered), strings.Join(got.Replicas.Answered, ", "))
+				if isFleet(replicas) {
+					fmt.Fprintf(&b, "(the journals of %d replicas: %s)\n", len(replicas.Answered), strings.Join(replicas.Answered, ", "))
 				}
-				got.Replicas.say(&b, "")
+				sayMissing(&b, replicas, "")
 				if err := write(cmd, b.String()); err != nil {
 					return err
 				}
 			}
-			if status != http.StatusOK {
+			if notHeld != nil {
 				return rejected
 			}
 			return nil
@@ -489,13 +352,8 @@ func newRequestsClearCmd() *cobra.Command {
 			if err := a.resolve(cmd); err != nil {
 				return err
 			}
-			q := url.Values{"proxy": proxies}
-			path := "/api/v1/requests"
-			if len(proxies) > 0 {
-				path += "?" + q.Encode()
-			}
-			if _, _, err := a.fetch("DELETE", path, nil, http.StatusNoContent); err != nil {
-				return err
+			if err := a.client().ClearRequests(cmd.Context(), proxies...); err != nil {
+				return a.failure(err, "")
 			}
 			if a.output == "json" {
 				return write(cmd, "{\"cleared\":true}\n")
@@ -508,26 +366,12 @@ func newRequestsClearCmd() *cobra.Command {
 	return cmd
 }
 
-// fleetEntry is an entry of a fleet's answer: the replica that served it.
-type fleetEntry struct {
-	journal.Entry
-	Replica string `json:"replica"`
-}
+// isFleet reports whether an answer is of more than one replica.
+func isFleet(r client.ReplicasAnswered) bool { return len(r.Answered) > 1 || len(r.Missing) > 0 }
 
-// fleetAnswer is what an answer says of the replicas it read.
-type fleetAnswer struct {
-	Answered []string `json:"answered"`
-	Missing  []struct {
-		ID, URL, State, Error string
-	} `json:"missing"`
-}
-
-// fleet reports whether the answer is of more than one replica.
-func (f fleetAnswer) fleet() bool { return len(f.Answered) > 1 || len(f.Missing) > 0 }
-
-// say writes a line for each replica missing, after prefix.
-func (f fleetAnswer) say(b *strings.Builder, prefix string) {
-	for _, m := range f.Missing {
+// sayMissing writes a line for each replica missing, after prefix.
+func sayMissing(b *strings.Builder, r client.ReplicasAnswered, prefix string) {
+	for _, m := range r.Missing {
 		fmt.Fprintf(b, "%s(replica %s at %s is missing, %s: %s)\n", prefix, m.ID, cmpDash(m.URL), m.State, m.Error)
 	}
 }

@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -63,16 +62,12 @@ func newSessionsCreateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, raw, err := a.fetch("POST", "/api/v1/sessions", body, http.StatusCreated)
+			s, err := a.client().CreateSessionJSON(cmd.Context(), body)
 			if err != nil {
-				return err
+				return a.failure(err, "a session")
 			}
 			if a.output == "json" {
-				return write(cmd, string(raw))
-			}
-			var s struct{ ID string }
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return failed("the admin API's answer is not a session: %v", err)
+				return a.printRaw(cmd)
 			}
 			// The id alone, so that a script can take it as it is.
 			return write(cmd, s.ID+"\n")
@@ -94,28 +89,17 @@ func newSessionsListCmd() *cobra.Command {
 			if err := a.resolve(cmd); err != nil {
 				return err
 			}
-			_, raw, err := a.fetch("GET", "/api/v1/sessions", nil, http.StatusOK)
+			sessions, err := a.client().Sessions(cmd.Context())
 			if err != nil {
-				return err
+				return a.failure(err, "a list of sessions")
 			}
 			if a.output == "json" {
-				return write(cmd, string(raw))
-			}
-			var list struct {
-				Sessions []struct {
-					ID        string   `json:"id"`
-					ExpiresAt string   `json:"expires_at"`
-					TTL       int      `json:"ttl"`
-					Proxies   []string `json:"proxies"`
-				} `json:"sessions"`
-			}
-			if err := json.Unmarshal(raw, &list); err != nil {
-				return failed("the admin API's answer is not a list of sessions: %v", err)
+				return a.printRaw(cmd)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tPROXIES\tEXPIRES\tTTL")
-			for _, s := range list.Sessions {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%ds\n", s.ID, strings.Join(s.Proxies, ","), s.ExpiresAt, s.TTL)
+			for _, s := range sessions {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%ds\n", s.ID, strings.Join(s.Proxies, ","), apiTime(s.ExpiresAt), s.TTL)
 			}
 			if err := tw.Flush(); err != nil {
 				return failed("writing the output: %v", err)
@@ -138,8 +122,8 @@ func newSessionsEndCmd() *cobra.Command {
 			if err := a.resolve(cmd); err != nil {
 				return err
 			}
-			if _, _, err := a.fetch("DELETE", "/api/v1/sessions/"+url.PathEscape(args[0]), nil, http.StatusNoContent); err != nil {
-				return err
+			if err := a.client().DeleteSession(cmd.Context(), args[0]); err != nil {
+				return a.failure(err, "")
 			}
 			if a.output == "json" {
 				return write(cmd, `{"ended":`+jsonString(args[0])+"}\n")
@@ -167,18 +151,17 @@ func newCountersCmd() *cobra.Command {
 	return cmd
 }
 
-// countersPath is the counters endpoint of proxy, or of a session's
-// overlay of it.
-func countersPath(proxy, session string) (string, error) {
+// needProxy refuses a counters command without --proxy.
+func needProxy(proxy string) error {
 	if proxy == "" {
-		return "", usage("--proxy is required: whose counters")
+		return usage("--proxy is required: whose counters")
 	}
-	p := "/api/v1/proxies/" + url.PathEscape(proxy) + "/counters"
-	if session != "" {
-		p += "?session=" + url.QueryEscape(session)
-	}
-	return p, nil
+	return nil
 }
+
+// apiTime is a time as the API writes it: RFC 3339 in UTC, to the
+// nanosecond without trailing zeros.
+func apiTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func newCountersListCmd() *cobra.Command {
 	var a adminFlags
@@ -192,40 +175,20 @@ func newCountersListCmd() *cobra.Command {
 			if err := a.resolve(cmd); err != nil {
 				return err
 			}
-			path, err := countersPath(proxy, session)
-			if err != nil {
+			if err := needProxy(proxy); err != nil {
 				return err
 			}
-			_, raw, err := a.fetch("GET", path, nil, http.StatusOK)
+			counters, err := a.client().Counters(cmd.Context(), proxy, session)
 			if err != nil {
-				return err
+				return a.failure(err, "a list of counters")
 			}
 			if a.output == "json" {
-				return write(cmd, string(raw))
-			}
-			var list struct {
-				Counters []struct {
-					Fault     string  `json:"fault"`
-					Mock      *string `json:"mock"`
-					Key       string  `json:"key"`
-					Count     uint64  `json:"count"`
-					FirstSeen string  `json:"first_seen"`
-				} `json:"counters"`
-			}
-			if err := json.Unmarshal(raw, &list); err != nil {
-				return failed("the admin API's answer is not a list of counters: %v", err)
+				return a.printRaw(cmd)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "FAULT\tMOCK\tKEY\tCOUNT\tFIRST SEEN")
-			for _, c := range list.Counters {
-				mock, key := "-", c.Key
-				if c.Mock != nil {
-					mock = *c.Mock
-				}
-				if key == "" {
-					key = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", c.Fault, mock, key, c.Count, c.FirstSeen)
+			for _, c := range counters {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", c.Fault, cmpDash(c.Mock), cmpDash(c.Key), c.Count, apiTime(c.FirstSeen))
 			}
 			if err := tw.Flush(); err != nil {
 				return failed("writing the output: %v", err)
@@ -251,12 +214,11 @@ func newCountersResetCmd() *cobra.Command {
 			if err := a.resolve(cmd); err != nil {
 				return err
 			}
-			path, err := countersPath(proxy, session)
-			if err != nil {
+			if err := needProxy(proxy); err != nil {
 				return err
 			}
-			if _, _, err := a.fetch("DELETE", path, nil, http.StatusNoContent); err != nil {
-				return err
+			if err := a.client().ResetCounters(cmd.Context(), proxy, session); err != nil {
+				return a.failure(err, "")
 			}
 			if a.output == "json" {
 				return write(cmd, `{"reset":`+jsonString(proxy)+"}\n")
