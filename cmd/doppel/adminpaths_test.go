@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -43,15 +44,16 @@ func TestCommandsCallTheAdminAPIThroughTheClient(t *testing.T) {
 func TestJSONIsTheAnswerAsItCame(t *testing.T) {
 	t.Parallel()
 	const sessions = "{ \"sessions\" : [ {\"id\": \"zeta\", \"ttl\": 60, \"proxies\": [\"shop\"], \"expires_at\": \"2026-01-02T03:04:05.5Z\", \"later\": {}} ] }\n"
-	var header string
+	var gate atomic.Value // the token's header as the server got it
+	gate.Store("")
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		header = r.Header.Get("X-Gate")
+		gate.Store(r.Header.Get("X-Gate"))
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, sessions)
 	}))
 	defer api.Close()
 	r := doppel(t, invocation{args: []string{"sessions", "list", "--admin", api.URL, "--token", "t0k", "--auth-header", "X-Gate", "-o", "json"}})
-	if r.code != wantOK || r.stdout != sessions || header != "Bearer t0k" {
+	if header := gate.Load().(string); r.code != wantOK || r.stdout != sessions || header != "Bearer t0k" {
 		t.Errorf("%s\nthe token's header: %q", r, header)
 	}
 	if r := doppel(t, invocation{args: []string{"sessions", "list", "--admin", api.URL}}); r.code != wantOK ||

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -405,16 +406,68 @@ func lineField(line, key string) string {
 // moment ago.
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		ports = append(ports, reservePort(t))
+	}
+	return ports
+}
+
+// reservePort is a loopback port no other test of any package takes
+// until t ends, and that no connection's own end takes meanwhile: one
+// below the kernel's range of ephemeral ports (those it gives to
+// outgoing connections and to listeners on port 0), each held by a lock
+// file that every test process honours, and free to bind when chosen.
+// A port chosen on port 0 and closed could be taken by any connection
+// before Doppel binds it.
+func reservePort(t testing.TB) int {
+	t.Helper()
+	lo := ephemeralLow()
+	dir := filepath.Join(os.TempDir(), "doppel-test-ports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const first = 10000
+	span := lo - first
+	if span < 1000 {
+		t.Fatalf("the ephemeral ports begin at %d: no range below them to reserve ports in", lo)
+	}
+	start := rand.IntN(span)
+	for i := range span {
+		port := first + (start+i)%span
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close() // another test holds it
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			f.Close() // something else listens there
+			continue
+		}
+		ln.Close()
+		t.Cleanup(func() { f.Close() })
+		return port
 	}
-	return ports
+	t.Fatalf("no port from %d to %d could be reserved", first, lo-1)
+	return 0
+}
+
+// ephemeralLow is the first of the kernel's ephemeral ports (32768
+// unless the machine says otherwise).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
+		return 32768
+	}
+	return lo
 }
 
 // serveConfig writes dir/main.yaml: both listeners on 127.0.0.1 (server
