@@ -825,43 +825,20 @@ func (s *Server) streamFleet(w http.ResponseWriter, r *http.Request, q url.Value
 	for _, fl := range fs.followed {
 		close(fl.live)
 	}
-	fs.run(ctx)
+	st.follow(ctx)
 }
 
-// run relays this replica's entries and the peers' as they come, follows
-// the peers that join, and says which replicas answer, until ctx ends or
-// a write fails.
-func (fs *fleetStream) run(ctx context.Context) {
-	st := fs.st
-	keepAlive := time.NewTicker(streamKeepAlive)
-	defer keepAlive.Stop()
-	registry := time.NewTicker(fleet.HeartbeatEvery)
-	defer registry.Stop()
-	st.buf = make([]*journal.Event, 0, streamBatch)
-	var err error
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-keepAlive.C:
-			_, err = io.WriteString(st.w, ": keep-alive\n\n")
-		case <-st.sub.Ready():
-			err = st.round()
-		case ev := <-fs.events:
-			err = fs.relay(ev)
-		case now := <-registry.C:
-			fs.late(now)
-			live, gone := fs.s.livePeers(ctx)
-			if registryFailed(gone) {
-				continue // the registry did not answer: keep following
-			}
-			fs.follow(live, gone, fs.cur.floor, false)
-			_, err = st.w.Write(fs.sayReplicas(nil))
-		}
-		if err != nil || st.flush() != nil {
-			return
-		}
+// tick follows the peers that joined, loses those late to begin, and
+// says which replicas answer when that changed.
+func (fs *fleetStream) tick(ctx context.Context, now time.Time) error {
+	fs.late(now)
+	live, gone := fs.s.livePeers(ctx)
+	if registryFailed(gone) {
+		return nil // the registry did not answer: keep following
 	}
+	fs.follow(live, gone, fs.cur.floor, false)
+	_, err := fs.st.w.Write(fs.sayReplicas(nil))
+	return err
 }
 
 // relay writes ev and what else the peers sent meanwhile, up to

@@ -189,10 +189,20 @@ type stream struct {
 }
 
 // follow writes what the subscriber reads, flushing after each round,
-// and a comment when idle, until ctx ends or a write fails.
+// and a comment when idle, until ctx ends or a write fails; a fleet's
+// stream relays its peers' events too, and reads the registry every
+// heartbeat.
 func (st *stream) follow(ctx context.Context) {
 	tick := time.NewTicker(streamKeepAlive)
 	defer tick.Stop()
+	var peers <-chan peerEvent    // none but a fleet's
+	var registry <-chan time.Time // idem
+	if st.fleet != nil {
+		peers = st.fleet.events
+		t := time.NewTicker(fleet.HeartbeatEvery)
+		defer t.Stop()
+		registry = t.C
+	}
 	st.buf = make([]*journal.Event, 0, streamBatch)
 	var err error
 	for {
@@ -203,6 +213,10 @@ func (st *stream) follow(ctx context.Context) {
 			_, err = io.WriteString(st.w, ": keep-alive\n\n")
 		case <-st.sub.Ready():
 			err = st.round()
+		case ev := <-peers:
+			err = st.fleet.relay(ev)
+		case now := <-registry:
+			err = st.fleet.tick(ctx, now)
 		}
 		if err != nil || st.flush() != nil {
 			return
