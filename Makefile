@@ -48,6 +48,9 @@ test-toxiproxy:
 lint:
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
+	GOOS=darwin $(GO) build -o /dev/null ./cmd/doppel
+	GOOS=freebsd $(GO) build -o /dev/null ./cmd/doppel
+	$(GO) build -tags pprof -o /dev/null ./cmd/doppel
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # The dashboard in headless Chromium against the binary (part of `make test`

@@ -376,7 +376,7 @@ func adminAddrOf(t testing.TB, p *proc) string {
 func TestHangsCostAParkedGoroutine(t *testing.T) {
 	t.Parallel()
 	const n = 500
-	perHang, rssBefore := holdHangs(t, n, hungPath, hangLogged, 0)
+	perHang, rssBefore := holdHangs(t, n, hungPath, hangLogged, 0, 1)
 	// 5,000 at once must stay under 100 MiB (BenchmarkFiveThousandHangs
 	// measures it).
 	if total := perHang*5000 + float64(rssBefore); total > 100<<20 {
@@ -389,7 +389,7 @@ func TestHangsCostAParkedGoroutine(t *testing.T) {
 // -bench FiveThousandHangs -benchtime 1x.
 func BenchmarkFiveThousandHangs(b *testing.B) {
 	for b.Loop() {
-		perHang, rssBefore := holdHangs(b, 5000, hungPath, hangLogged, 0)
+		perHang, rssBefore := holdHangs(b, 5000, hungPath, hangLogged, 0, 1)
 		b.ReportMetric((perHang*5000+float64(rssBefore))/(1<<20), "MiB-RSS")
 		b.ReportMetric(perHang/1024, "KiB/hang")
 	}
@@ -406,11 +406,12 @@ func hangLogged(l map[string]any) bool {
 }
 
 // holdHangs starts Doppel, holds n requests to path (a hang, or a long
-// delay), checks that each holds one goroutine, lets the clients go and
+// delay), checks that each holds the goroutines it should (each: one for a
+// hang, none for a delay, which waits on a timer), lets the clients go and
 // checks that everything is freed (after held more, at most) and that each
 // request got the line logged says. It returns the resident memory each
 // request added, and what there was before.
-func holdHangs(tb testing.TB, n int, path string, logged func(map[string]any) bool, held time.Duration) (perHang float64, rssBefore int64) {
+func holdHangs(tb testing.TB, n int, path string, logged func(map[string]any) bool, held time.Duration, each int) (perHang float64, rssBefore int64) {
 	tb.Helper()
 	up, _ := faultUpstream(tb)
 	cfg := serveConfig(tb, tb.TempDir(), 0, 0, faultProxies(up))
@@ -434,10 +435,23 @@ func holdHangs(tb testing.TB, n int, path string, logged func(map[string]any) bo
 			tb.Fatal(err)
 		}
 	}
+	// One more connection, answered at once: the listener accepts in
+	// order, so once it is answered every held connection has been
+	// accepted, and has a goroutine until its request is held.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, _ = io.WriteString(c, "GET /mock/plain HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n")
+	if b, _ := io.ReadAll(c); !bytes.HasSuffix(b, []byte("\r\n\r\nplain")) {
+		tb.Fatalf("the request after them: %q", b)
+	}
+	c.Close()
 	// A few of the process's own goroutines come and go meanwhile.
 	const slack = 5
-	deadline := time.Now().Add(30 * time.Second)
-	for goroutines(tb, admin) < before+n-slack && time.Now().Before(deadline) {
+	want := before + each*n
+	deadline := time.Now().Add(held/2 + 10*time.Second)
+	for g := goroutines(tb, admin); (g < want-slack || g > want+slack) && time.Now().Before(deadline); g = goroutines(tb, admin) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	during := goroutines(tb, admin)
@@ -445,8 +459,8 @@ func holdHangs(tb testing.TB, n int, path string, logged func(map[string]any) bo
 	perHang = float64(rss-rssBefore) / float64(n)
 	tb.Logf("%d requests to %s held: %d goroutines (from %d), RSS %.1f MiB (from %.1f): %.1f KiB each",
 		n, path, during, before, float64(rss)/(1<<20), float64(rssBefore)/(1<<20), perHang/1024)
-	if during < before+n-slack || during > before+n+slack {
-		tb.Fatalf("%d goroutines with %d requests held, from %d: not one each", during, n, before)
+	if during < want-slack || during > want+slack {
+		tb.Fatalf("%d goroutines with %d requests held, from %d: not %d each", during, n, before, each)
 	}
 	for _, c := range conns {
 		c.Close()
@@ -460,7 +474,7 @@ func holdHangs(tb testing.TB, n int, path string, logged func(map[string]any) bo
 		tb.Errorf("%d goroutines after the clients left, from %d", g, before)
 	}
 	left := 0
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(held + 10*time.Second); ; time.Sleep(50 * time.Millisecond) {
 		left = 0
 		for _, l := range p.jsonLines() {
 			if isRequest(l) && logged(l) {

@@ -170,7 +170,7 @@ func (ex *exchange) Hang(d time.Duration) {
 		// Nothing of the server's is used again: what the record needs
 		// is in it.
 		ex.w, ex.conn, ex.base = nil, nil, nil
-		if !ex.handler.hangs.add(c) {
+		if !ex.handler.hangs.add(c, nil) {
 			_ = c.Close() // shutting down
 			ex.rec.Status = statusCut
 			ex.rec.Duration = time.Since(ex.start)

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"net"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,4 +36,49 @@ func acknowledged(c *net.TCPConn, until time.Time) (acked, known bool) {
 	// that left any of the answer unacknowledged is short by more.
 	sent := info.Bytes_sent - info.Bytes_retrans
 	return info.Bytes_acked+2 >= sent, info.Bytes_sent > 0
+}
+
+// plainSocket is the socket under c when c is plain TCP (no TLS above
+// it), for a parked answer that waits without reading; nil otherwise.
+func plainSocket(c net.Conn) syscall.RawConn {
+	for {
+		switch l := c.(type) {
+		case *net.TCPConn:
+			rc, err := l.SyscallConn()
+			if err != nil {
+				return nil
+			}
+			return rc
+		case *tls.Conn:
+			return nil
+		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil
+		}
+		c = u.NetConn()
+	}
+}
+
+// sentFIN reports, without waiting and without taking what it reads,
+// whether the client of a parked answer sent its FIN or reset the
+// connection; bytes it sent ahead (a next request) come first, and the
+// server reads them, and the FIN after them, once the connection is back.
+func sentFIN(rc syscall.RawConn) bool {
+	var n int
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, rerr = unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		return true
+	})
+	switch {
+	case err != nil:
+		return true
+	case rerr == unix.EAGAIN:
+		return false
+	case rerr != nil:
+		return true
+	}
+	return n == 0
 }

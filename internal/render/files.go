@@ -9,7 +9,6 @@ import (
 	"path"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/doppelproxy/doppel/internal/jinja"
@@ -94,10 +93,7 @@ func missing(rel string, err error) error {
 
 func stampOf(info fs.FileInfo) fileStamp {
 	s := fileStamp{size: info.Size(), mtime: info.ModTime()}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		s.ino = st.Ino
-		s.ctime = time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
-	}
+	s.ino, s.ctime = inodeOf(info)
 	return s
 }
 
