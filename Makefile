@@ -73,6 +73,7 @@ fuzz:
 
 # The peer benchmark (docs/performance.md): installs what it needs, about 5 minutes.
 # BENCH_ONLY=doppel: only Doppel with the request journal on and off, about 1 minute.
+# BENCH_ONLY=delays: only the delay runs, Doppel beside Toxiproxy, about 4 minutes.
 bench:
 	bench/run.sh
 

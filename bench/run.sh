@@ -32,11 +32,11 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 CACHE=bench/.cache
 BIN=$CACHE/bin
-TOXIPROXY_VERSION=${TOXIPROXY_VERSION:-latest}
+TOXIPROXY_VERSION=${TOXIPROXY_VERSION:-v2.12.0}
 MOUNTEBANK_VERSION=${MOUNTEBANK_VERSION:-2.9.1}
 BUDGET=${BENCH_BUDGET:-570}
 ONLY=${BENCH_ONLY:-}
-case "$ONLY" in "" | doppel | bounds | fleet | latency) ;; *) echo "bench: FAILED: BENCH_ONLY=$ONLY: the selections are doppel, bounds, fleet and latency" >&2; exit 1 ;; esac
+case "$ONLY" in "" | doppel | delays | bounds | fleet | latency) ;; *) echo "bench: FAILED: BENCH_ONLY=$ONLY: the selections are doppel, delays, bounds, fleet and latency" >&2; exit 1 ;; esac
 
 die() { echo "bench: FAILED: $*" >&2; exit 1; }
 note() { echo "bench: $*" >&2; }
@@ -77,7 +77,7 @@ mkdir -p "$BIN"
 
 # apt packages (root, or sudo without a password).
 missing=()
-command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+[ "$ONLY" = delays ] || command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 if [ -z "$ONLY" ]; then
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 	command -v node >/dev/null 2>&1 || missing+=(nodejs)
@@ -94,7 +94,7 @@ fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # Toxiproxy (its server binary is called `server`).
-if { [ -z "$ONLY" ] || [ "$ONLY" = latency ]; } && [ ! -x "$BIN/server" ]; then
+if { [ -z "$ONLY" ] || [ "$ONLY" = latency ] || [ "$ONLY" = delays ]; } && [ ! -x "$BIN/server" ]; then
 	note "installing Toxiproxy ($TOXIPROXY_VERSION) with go install"
 	GOBIN="$PWD/$BIN" timeout 300 "$GO" install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" ||
 		die "go install github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION failed"

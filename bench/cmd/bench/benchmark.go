@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"math"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,15 +28,20 @@ type benchCase struct {
 	proto int
 }
 
-// scaleCase is an open-loop run at its own rate: the delays at scale and
-// the exact-delay runs against doppel-delay.
+// scaleCase is an open-loop run at its own rate against a server started
+// for it: the delays at scale (doppel-delay, and Toxiproxy with a latency
+// toxic beside it) and the exact-delay run.
 type scaleCase struct {
 	name   string // shown in the report
-	srv    *server
+	server string // "doppel" or "toxiproxy"
+	start  func(context.Context) (*server, error)
 	url    string
 	header string
 	rate   float64
 	target time.Duration // the delay every answer waits for
+	// journal: the run also reads each request's duration as Doppel
+	// measured it from doppel-delay's journal (proxy exact).
+	journal bool
 }
 
 // scaleRun is one of them: loadgen's result and what the server spent.
@@ -40,6 +50,10 @@ type scaleRun struct {
 	CPUPerReq float64 // µs, the server's CPU over the requests sent
 	RSSPeak   int64
 	RSSIdle   int64 // the fresh server's, before the run
+	// Doppel's own measure of the measured requests (journal runs): the
+	// duration from the request read to the answer written.
+	DoppelP50us float64 `json:",omitempty"`
+	DoppelP99us float64 `json:",omitempty"`
 }
 
 type benchmark struct {
@@ -82,6 +96,10 @@ func newBenchmark(cfg *config, fl *fleet, sup *supervisor) *benchmark {
 		features(mockPath)
 		return b
 	}
+	if cfg.onlyDelays() {
+		b.addScaleCases()
+		return b
+	}
 	// The journal-off Doppel runs right before the default one, on /small
 	// and the mock path only: the journal's cost is read from that pair.
 	for _, s := range []*server{fl.upstream, fl.nginx, fl.goproxy, fl.toxiproxy, fl.doppelTCP, fl.doppelInfo} {
@@ -111,12 +129,21 @@ func newBenchmark(cfg *config, fl *fleet, sup *supervisor) *benchmark {
 	for _, s := range []*server{fl.upstream, fl.goproxy, fl.doppel, fl.doppelInfo} {
 		add(&b.rateCases, s, "/small")
 	}
-	d := fl.doppelDelay
-	b.scaleCases = append(b.scaleCases, scaleCase{name: exactCase, srv: d, url: d.base + "/slow", header: "X-Proxy: exact", rate: cfg.rate, target: 200 * time.Millisecond})
-	for _, rate := range cfg.scaleRates {
-		b.scaleCases = append(b.scaleCases, scaleCase{name: fmt.Sprintf("delay 1 s at %.0f/s", rate), srv: d, url: d.base + "/small", rate: rate, target: time.Second})
-	}
+	b.addScaleCases()
 	return b
+}
+
+// addScaleCases adds the delay runs: the exact one, then at each rate
+// Doppel's and Toxiproxy's.
+func (b *benchmark) addScaleCases() {
+	fl, d := b.fl, b.fl.doppelDelay
+	b.scaleCases = append(b.scaleCases, scaleCase{name: exactCase, server: "doppel", start: b.freshDelay, url: d.base + "/slow", header: "X-Proxy: exact",
+		rate: b.cfg.rate, target: 200 * time.Millisecond, journal: true})
+	for _, rate := range b.cfg.scaleRates {
+		b.scaleCases = append(b.scaleCases,
+			scaleCase{name: fmt.Sprintf("delay 1 s at %.0f/s", rate), server: "doppel", start: b.freshDelay, url: d.base + "/small", rate: rate, target: time.Second},
+			scaleCase{name: fmt.Sprintf("toxiproxy 1 s toxic at %.0f/s", rate), server: "toxiproxy", start: fl.startToxiDelay, url: fl.toxiDelay + "/small", rate: rate, target: time.Second})
+	}
 }
 
 // checkAnswers fetches every URL once before any load: a target that does
@@ -127,9 +154,14 @@ func (b *benchmark) checkAnswers(ctx context.Context) error {
 			return fmt.Errorf("%s does not answer correctly: %w", c.key.target, err)
 		}
 	}
+	// The delay runs' servers start with each run, which checks them;
+	// the first doppel-delay is up already.
 	for _, c := range b.scaleCases {
+		if c.server != "doppel" {
+			continue
+		}
 		if err := check(ctx, c.url, "/small", c.header); err != nil {
-			return fmt.Errorf("%s (%s) does not answer correctly: %w", c.srv.name, c.name, err)
+			return fmt.Errorf("doppel-delay (%s) does not answer correctly: %w", c.name, err)
 		}
 	}
 	return nil
@@ -261,20 +293,23 @@ func (b *benchmark) measureCase(ctx context.Context, c benchCase, d time.Duratio
 // exactCase names the exact-delay run.
 const exactCase = "delay 200 ms over a 50 ms upstream"
 
-func (b *benchmark) measureScale(ctx context.Context, round int, c scaleCase) error {
-	// A fresh doppel-delay, stopped after the run.
+// freshDelay starts a doppel-delay of its own for one run, stopping the
+// one before; the run stops it.
+func (b *benchmark) freshDelay(ctx context.Context) (*server, error) {
 	if d := b.fl.doppelDelay; d != nil {
 		b.sup.stop(d.proc)
+		b.fl.doppelDelay = nil
 	}
-	srv, err := b.fl.startDelay(ctx)
+	return b.fl.startDelay(ctx)
+}
+
+func (b *benchmark) measureScale(ctx context.Context, round int, c scaleCase) error {
+	// A fresh server, stopped after the run.
+	srv, err := c.start(ctx)
 	if err != nil {
 		return fmt.Errorf("round %d, %s: %w", round, c.name, err)
 	}
-	b.fl.doppelDelay = srv
-	defer func() {
-		b.sup.stop(srv.proc)
-		b.fl.doppelDelay = nil
-	}()
+	defer b.sup.stop(srv.proc)
 	if err := check(ctx, c.url, "/small", c.header); err != nil {
 		return fmt.Errorf("round %d, %s: %w", round, c.name, err)
 	}
@@ -295,6 +330,11 @@ func (b *benchmark) measureScale(ctx context.Context, round int, c scaleCase) er
 		return fmt.Errorf("%s died during %s: %w\n%s", srv.name, c.name, cerr, srv.proc.logTail())
 	}
 	run := scaleRun{Result: l, RSSPeak: peak, RSSIdle: idle}
+	if c.journal {
+		if run.DoppelP50us, run.DoppelP99us, err = journalDurations(ctx, b.fl.delayAdmin, "exact", l.Sent); err != nil {
+			return fmt.Errorf("round %d, %s: reading the journal: %w", round, c.name, err)
+		}
+	}
 	if n := l.Sent + int(float64(l.Sent)*b.cfg.rateWarm.Seconds()/b.cfg.rateDur.Seconds()); n > 0 {
 		run.CPUPerReq = float64((cpu1 - cpu0).Microseconds()) / float64(n)
 	}
@@ -302,9 +342,59 @@ func (b *benchmark) measureScale(ctx context.Context, round int, c scaleCase) er
 	if l.Errors+l.Non2xx > 0 {
 		b.problems = append(b.problems, fmt.Sprintf("round %d: %s: %d errors, %d non-2xx of %d (first: %s)", round, c.name, l.Errors, l.Non2xx, l.Sent, l.FirstError))
 	}
-	fmt.Fprintf(os.Stderr, "bench: round %d/%d  %-36s p50 %-8s p99 %-8s  %d in flight, RSS %.0f MiB, %.0f µs CPU/req (generator lag p99 %s) %s\n",
-		round, b.cfg.rounds, c.name, fmtUs(l.P50us), fmtUs(l.P99us), l.PeakInFlight, float64(peak)/(1<<20), run.CPUPerReq, fmtUs(l.LagP99us), errNote(int64(l.Non2xx), int64(l.Errors)))
+	at := ""
+	if c.journal {
+		at = fmt.Sprintf(" (at Doppel p50 %s p99 %s)", fmtUs(run.DoppelP50us), fmtUs(run.DoppelP99us))
+	}
+	fmt.Fprintf(os.Stderr, "bench: round %d/%d  %-36s p50 %-8s p99 %-8s%s  %d in flight, RSS %.0f MiB, %.0f µs CPU/req (generator lag p99 %s) %s\n",
+		round, b.cfg.rounds, c.name, fmtUs(l.P50us), fmtUs(l.P99us), at, l.PeakInFlight, float64(peak)/(1<<20), run.CPUPerReq, fmtUs(l.LagP99us), errNote(int64(l.Non2xx), int64(l.Errors)))
 	return nil
+}
+
+// journalDurations reads the newest n requests of proxy from a Doppel's
+// journal (its admin API public) and returns the p50 and p99 of their
+// durations, in µs: Doppel's own measure, to the microsecond.
+func journalDurations(ctx context.Context, admin, proxy string, n int) (p50, p99 float64, err error) {
+	n = min(max(n, 1), 10000)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	url := fmt.Sprintf("%s/api/v1/requests?proxy=%s&limit=%d", admin, proxy, n)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, 0, fmt.Errorf("GET %s: status %d: %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	var page struct {
+		Requests []struct {
+			DurationMS float64 `json:"duration_ms"`
+		} `json:"requests"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(&page); err != nil {
+		return 0, 0, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if len(page.Requests) == 0 {
+		return 0, 0, fmt.Errorf("GET %s: no requests", url)
+	}
+	us := make([]float64, len(page.Requests))
+	for i, r := range page.Requests {
+		us[i] = r.DurationMS * 1e3
+	}
+	slices.Sort(us)
+	return percentile(us, 0.50), percentile(us, 0.99), nil
+}
+
+// percentile of sorted xs, by the nearest rank.
+func percentile(xs []float64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
 }
 
 func errNote(non2xx, sock int64) string {

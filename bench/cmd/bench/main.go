@@ -14,6 +14,9 @@
 // With -only doppel it starts just the upstream and the two Doppels at log
 // level error (journal on and off) and measures `/small` and the mock path:
 // the journal's figures in a fraction of the time, with no peer installed.
+// With -only delays it runs the delay runs alone: a 1 s delay at each
+// -scale-rates rate, Doppel's beside Toxiproxy's latency toxic, and the
+// exact 200 ms one.
 //
 // Every process is started here, on 127.0.0.1 ports the kernel picks, and
 // only those PIDs are stopped at the end, on error and on SIGINT/SIGTERM.
@@ -61,6 +64,10 @@ type config struct {
 // onlyDoppel is -only doppel: the journal on/off rounds and nothing else.
 func (c *config) onlyDoppel() bool { return c.only == "doppel" }
 
+// onlyDelays is -only delays: the delay runs (Doppel's and Toxiproxy's at
+// each rate, and the exact one) and nothing else.
+func (c *config) onlyDelays() bool { return c.only == "delays" }
+
 func (c *config) bin(name string) string { return filepath.Join(c.binDir, name) }
 
 func main() {
@@ -84,9 +91,13 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bench/.cache/last-run.md", "also write the report here (empty: don't)")
 	flag.StringVar(&cfg.plot, "plot", "bench/.cache/last-run.svg", "also draw the figures here (empty: don't)")
 	plotData := flag.String("plot-from", "", "only draw the plot (-plot) of a run's saved figures (the .json beside its report), then exit")
-	scale := flag.String("scale-rates", "4000,8000", "rates of the delays-at-scale runs (1 s delay each), comma-separated")
-	flag.StringVar(&cfg.only, "only", "", `"doppel": only Doppel with the journal on and off, on /small and the mock path (no peers, no open loop)`)
+	scale := flag.String("scale-rates", "2000,4000,8000", "rates of the delays-at-scale runs (1 s delay each, Doppel and Toxiproxy), comma-separated")
+	flag.StringVar(&cfg.only, "only", "", `"doppel": only Doppel with the journal on and off, on /small and the mock path (no peers, no open loop); "delays": only the delay runs, Doppel's beside Toxiproxy's`)
 	flag.Parse()
+	if cfg.only != "" && !cfg.onlyDoppel() && !cfg.onlyDelays() {
+		fmt.Fprintf(os.Stderr, "bench: FAILED: -only %q: the selections are doppel and delays\n", cfg.only)
+		os.Exit(2)
+	}
 	if *plotData != "" {
 		if err := plotFrom(*plotData, cfg.plot); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: FAILED: %v\n", err)
@@ -207,8 +218,16 @@ func preflight(cfg *config) error {
 	if cfg.nginxWorkers < 1 {
 		return errors.New("-nginx-workers must be at least 1")
 	}
-	if cfg.only != "" && !cfg.onlyDoppel() {
-		return fmt.Errorf("-only %q: the only selection is \"doppel\"", cfg.only)
+	if cfg.onlyDelays() {
+		for _, name := range []string{"upstream", "loadgen", "doppel"} {
+			if _, err := os.Stat(cfg.bin(name)); err != nil {
+				return fmt.Errorf("%s is not built (%v); run bench/run.sh", name, err)
+			}
+		}
+		if _, err := os.Stat(cfg.toxiproxy); err != nil {
+			return fmt.Errorf("toxiproxy's server binary is missing (%v); run bench/run.sh, which installs it", err)
+		}
+		return nil
 	}
 	if cfg.onlyDoppel() {
 		for _, name := range []string{"upstream", "doppel"} {

@@ -83,17 +83,22 @@ func plot(r results) string {
 	}
 	rows := len(bars) + len(paths)
 	height := top + rows*rowHeight + 70 + delayRows*2*rowHeight + 60
+	series := rateSeries(r)
+	if len(series) > 0 {
+		height += rateChartHeight + 70
+	}
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11">`+"\n",
 		plotWidth, height, plotWidth, height)
 	p(`<rect width="100%%" height="100%%" fill="#fff"/>` + "\n")
 	p(`<text x="12" y="22" font-size="15" font-weight="bold">Doppel and its peers, one machine, one run (%s, %d rounds, medians)</text>`+"\n",
 		r.When.Format("2006-01-02 15:04 UTC"), r.Rounds)
-	p(`<text x="12" y="40" fill="#555">Closed loop, wrk 32 connections. Blue: Doppel; grey: the peers and the upstream itself (direct). Each path has a scale of its own.</text>` + "\n")
-
 	x1 := labelWidth
 	x2 := labelWidth + barsWidth + gap + 10
-	p(`<text x="%d" y="%d" font-weight="bold">requests per second</text>`+"\n", x1, top-4)
-	p(`<text x="%d" y="%d" font-weight="bold">CPU µs per request (less is better)</text>`+"\n", x2, top-4)
+	if len(bars) > 0 {
+		p(`<text x="12" y="40" fill="#555">Closed loop, wrk 32 connections. Blue: Doppel; grey: the peers and the upstream itself (direct). Each path has a scale of its own.</text>` + "\n")
+		p(`<text x="%d" y="%d" font-weight="bold">requests per second</text>`+"\n", x1, top-4)
+		p(`<text x="%d" y="%d" font-weight="bold">CPU µs per request (less is better)</text>`+"\n", x2, top-4)
+	}
 	row := 0
 	for i, b := range bars {
 		if i == 0 || bars[i-1].path != b.path {
@@ -150,6 +155,9 @@ func plot(r results) string {
 			span := float64(plotWidth - labelWidth - 100 - 270)
 			w := scaled(v.ms, full, span)
 			fill := "#2b6cb0"
+			if s.Server != "" && s.Server != "doppel" {
+				fill = "#a0a0a0"
+			}
 			if v.ms > target*1.1 {
 				fill = "#c05621" // more than 10 % late
 			}
@@ -165,6 +173,9 @@ func plot(r results) string {
 		y += 2 * rowHeight
 	}
 	p(`<text x="12" y="%d" fill="#555">Dashed: the delay set (100 %%); a bar stops at 200 %%. Orange: more than 10 %% over it. In brackets: the error, measured minus set.</text>`+"\n", y+22)
+	if len(series) > 0 {
+		rateChart(p, y+56, series)
+	}
 	p("</svg>\n")
 	return sb.String()
 }
@@ -174,4 +185,131 @@ func scaled(v, full, width float64) float64 {
 		return 0
 	}
 	return math.Min(v/full, 1) * width
+}
+
+// A 1 s delay against the rate: p50 and p99 of Doppel and of Toxiproxy's
+// latency toxic, one line each.
+
+const (
+	rateChartHeight = 240
+	rateChartLeft   = 90.0
+	rateChartWidth  = plotWidth - rateChartLeft - 230
+	rateChartMinMS  = 950.0
+	rateChartMaxMS  = 1250.0
+)
+
+// ratePoint is the medians over rounds at one rate.
+type ratePoint struct{ rate, p50, p99, errs float64 }
+
+// rateLine is one server's points, by rate.
+type rateLine struct {
+	server string
+	points []ratePoint
+}
+
+// rateSeries are the 1 s delay runs that name their server and rate.
+func rateSeries(r results) []rateLine {
+	var lines []rateLine
+	for _, s := range r.Scale {
+		if s.Server == "" || s.Rate <= 0 || s.TargetMS != 1000 || len(s.Runs) == 0 {
+			continue
+		}
+		var p50, p99 []float64
+		errs := 0.0
+		for _, run := range s.Runs {
+			p50 = append(p50, run.P50us/1e3)
+			p99 = append(p99, run.P99us/1e3)
+			errs += float64(run.Errors + run.Non2xx)
+		}
+		i := slices.IndexFunc(lines, func(l rateLine) bool { return l.server == s.Server })
+		if i < 0 {
+			lines = append(lines, rateLine{server: s.Server})
+			i = len(lines) - 1
+		}
+		lines[i].points = append(lines[i].points, ratePoint{s.Rate, median(p50), median(p99), errs})
+	}
+	for i := range lines {
+		slices.SortFunc(lines[i].points, func(a, b ratePoint) int { return int(a.rate - b.rate) })
+	}
+	return lines
+}
+
+// rateChart draws the lines from y down; a point above the chart's top is
+// drawn on it, with its value.
+func rateChart(p func(string, ...any), y int, lines []rateLine) {
+	p(`<text x="12" y="%d" font-size="13" font-weight="bold">A 1 s delay against the rate (open loop): p50 (solid) and p99 (dashed); blue Doppel, grey Toxiproxy's latency toxic</text>`+"\n", y)
+	top := float64(y + 24)
+	bottom := top + rateChartHeight - 40
+	maxRate := 0.0
+	for _, l := range lines {
+		for _, pt := range l.points {
+			maxRate = math.Max(maxRate, pt.rate)
+		}
+	}
+	xOf := func(rate float64) float64 {
+		return rateChartLeft + rate/(maxRate*1.1)*rateChartWidth
+	}
+	yOf := func(ms float64) (float64, bool) {
+		if ms > rateChartMaxMS {
+			return top, true
+		}
+		return bottom - (math.Max(ms, rateChartMinMS)-rateChartMinMS)/(rateChartMaxMS-rateChartMinMS)*(bottom-top), false
+	}
+	for ms := rateChartMinMS; ms <= rateChartMaxMS; ms += 50 {
+		yy, _ := yOf(ms)
+		stroke := "#e2e8f0"
+		if ms == 1100 {
+			stroke = "#c05621" // the p99 target
+		}
+		p(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", rateChartLeft, yy, rateChartLeft+rateChartWidth, yy, stroke)
+		p(`<text x="%.1f" y="%.1f" text-anchor="end" fill="#555">%.2f s</text>`+"\n", rateChartLeft-6, yy+4, ms/1000)
+	}
+	ty, _ := yOf(1100)
+	p(`<text x="%.1f" y="%.1f" fill="#c05621">p99 target</text>`+"\n", rateChartLeft+rateChartWidth+6, ty+4)
+	for _, l := range lines {
+		for _, pt := range l.points {
+			x := xOf(pt.rate)
+			p(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e2e8f0"/>`+"\n", x, top, x, bottom)
+			p(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%.0f/s</text>`+"\n", x, bottom+14, pt.rate)
+		}
+	}
+	for _, l := range lines {
+		colour := "#718096"
+		if l.server == "doppel" {
+			colour = "#2b6cb0"
+		}
+		for _, stat := range []struct {
+			dash string
+			ms   func(ratePoint) float64
+		}{{"", func(pt ratePoint) float64 { return pt.p50 }}, {` stroke-dasharray="5,3"`, func(pt ratePoint) float64 { return pt.p99 }}} {
+			var pts []string
+			for _, pt := range l.points {
+				yy, _ := yOf(stat.ms(pt))
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(pt.rate), yy))
+			}
+			p(`<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", strings.Join(pts, " "), colour, stat.dash)
+			for _, pt := range l.points {
+				yy, over := yOf(stat.ms(pt))
+				p(`<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", xOf(pt.rate), yy, colour)
+				if over {
+					p(`<text x="%.1f" y="%.1f" fill="%s">%.2f s</text>`+"\n", xOf(pt.rate)+6, yy+12, colour, stat.ms(pt)/1000)
+				}
+			}
+		}
+	}
+	// The legend, right of the chart.
+	ly := top + 40
+	for _, l := range lines {
+		colour := "#718096"
+		if l.server == "doppel" {
+			colour = "#2b6cb0"
+		}
+		for _, stat := range []struct{ name, dash string }{{"p50", ""}, {"p99", ` stroke-dasharray="5,3"`}} {
+			lx := rateChartLeft + rateChartWidth + 12
+			p(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>`+"\n", lx, ly, lx+28, ly, colour, stat.dash)
+			p(`<text x="%.1f" y="%.1f" fill="%s">%s %s</text>`+"\n", lx+34, ly+4, colour, html.EscapeString(l.server), stat.name)
+			ly += 16
+		}
+	}
+	p(`<text x="12" y="%.1f" fill="#555">A point above the top is drawn on it with its value. Errors (timeouts, refused connections) are in the report's table.</text>`+"\n", bottom+34)
 }

@@ -27,6 +27,8 @@ type wrkResult struct {
 
 type scaleResult struct {
 	Name     string     `json:"name"`
+	Server   string     `json:"server,omitempty"` // doppel or toxiproxy
+	Rate     float64    `json:"rate,omitempty"`
 	TargetMS float64    `json:"target_ms"`
 	Runs     []scaleRun `json:"runs"`
 }
@@ -37,7 +39,7 @@ func (b *benchmark) results() results {
 		r.Wrk = append(r.Wrk, wrkResult{Target: c.key.target, Path: c.key.path, Runs: b.wrk[c.key]})
 	}
 	for _, c := range b.scaleCases {
-		r.Scale = append(r.Scale, scaleResult{Name: c.name, TargetMS: float64(c.target.Microseconds()) / 1e3, Runs: b.scale[c.name]})
+		r.Scale = append(r.Scale, scaleResult{Name: c.name, Server: c.server, Rate: c.rate, TargetMS: float64(c.target.Microseconds()) / 1e3, Runs: b.scale[c.name]})
 	}
 	return r
 }

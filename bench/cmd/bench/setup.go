@@ -50,6 +50,14 @@ type fleet struct {
 	// neither charged to the next nor felt by the other targets.
 	doppelDelay *server
 	startDelay  func(context.Context) (*server, error)
+	// delayAdmin is doppel-delay's admin API (public, on loopback): the
+	// exact-delay run reads each request's duration from its journal.
+	delayAdmin string
+	// toxiDelay is Toxiproxy relaying to the upstream with a latency
+	// toxic of 1 s downstream, the anchor of the delays at scale; like
+	// doppel-delay, each run starts one of its own (startToxiDelay).
+	toxiDelay      string
+	startToxiDelay func(context.Context) (*server, error)
 	// doppelTLS is doppel serving TLS (HTTP/1.1 and HTTP/2 by ALPN) with a
 	// certificate of the benchmark's own.
 	doppelTLS *server
@@ -77,10 +85,11 @@ func base(port int) string { return "http://" + addr(port) }
 
 // startAll starts every server, waits for it and checks one answer from it.
 func startAll(ctx context.Context, cfg *config, sup *supervisor, tmp string) (*fleet, error) {
-	ports, err := freePorts(25)
+	ports, err := freePorts(27)
 	if err != nil {
 		return nil, err
 	}
+	pTD, pTDA := ports[25], ports[26]
 	pDT, pDTA, pTCP := ports[22], ports[23], ports[24]
 	pDS, pDSA, pDR, pDRA, pDD, pDDA := ports[16], ports[17], ports[18], ports[19], ports[20], ports[21]
 	pUp, pNginx, pNginxRet, pGo, pToxAPI, pToxi, pD, pDA, pDI, pDIA, pMB, pMBImp := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[9], ports[10], ports[11]
@@ -167,6 +176,24 @@ proxies:
 		}
 		return &server{o.name, scheme, p}, nil
 	}
+	// The delay runs' servers: each run starts its own (the first
+	// doppel-delay now, to check it answers).
+	startDelays := func() error {
+		f.startDelay = func(context.Context) (*server, error) {
+			return startDoppel(doppelOpts{name: "doppel-delay", port: pDD, adminPort: pDDA, admin: ", public: true",
+				proxyExtra: "    latency: {percentage: 1, min: 1, max: 1}\n",
+				more:       fmt.Sprintf("  - name: exact\n    type: http\n    url: %s/\n    resolve: {type: header, header: X-Proxy}\n    latency: {percentage: 1, min: 0.2, max: 0.2}\n", base(pUp)),
+			})
+		}
+		f.delayAdmin = base(pDDA)
+		f.toxiDelay = base(pTD)
+		f.startToxiDelay = func(ctx context.Context) (*server, error) {
+			return startToxiDelay(ctx, cfg, sup, tmp, pTDA, pTD, pUp)
+		}
+		var err error
+		f.doppelDelay, err = f.startDelay(ctx)
+		return err
+	}
 	startDoppels := func() error {
 		var err error
 		if f.doppel, err = startDoppel(doppelOpts{name: "doppel", port: pD, adminPort: pDA, quiet: true,
@@ -209,14 +236,13 @@ proxies:
 			server: fmt.Sprintf(", tls: {cert: %q, key: %q}", cert, key)}); err != nil {
 			return err
 		}
-		f.startDelay = func(context.Context) (*server, error) {
-			return startDoppel(doppelOpts{name: "doppel-delay", port: pDD, adminPort: pDDA,
-				proxyExtra: "    latency: {percentage: 1, min: 1, max: 1}\n",
-				more:       fmt.Sprintf("  - name: exact\n    type: http\n    url: %s/\n    resolve: {type: header, header: X-Proxy}\n    latency: {percentage: 1, min: 0.2, max: 0.2}\n", base(pUp)),
-			})
+		return startDelays()
+	}
+	if cfg.onlyDelays() {
+		if err := startDelays(); err != nil {
+			return nil, err
 		}
-		f.doppelDelay, err = f.startDelay(ctx)
-		return err
+		return f, nil
 	}
 	if cfg.onlyDoppel() {
 		if err := startDoppels(); err != nil {
@@ -424,6 +450,38 @@ func postJSON(ctx context.Context, url string, body []byte, want int) error {
 		return fmt.Errorf("POST %s: status %d, want %d: %s", url, resp.StatusCode, want, strings.TrimSpace(string(b)))
 	}
 	return nil
+}
+
+// startToxiDelay starts a Toxiproxy of its own with one proxy, on
+// proxyPort, relaying to the upstream with a latency toxic of 1 s on what
+// comes back (downstream), as a delay in front of a backend is used.
+func startToxiDelay(ctx context.Context, cfg *config, sup *supervisor, tmp string, apiPort, proxyPort, upPort int) (*server, error) {
+	p, err := sup.start("toxiproxy-delay", tmp, "", filepath.Join(tmp, "toxiproxy-delay.log"), []string{"LOG_LEVEL=error"},
+		cfg.toxiproxy, "-host", "127.0.0.1", "-port", strconv.Itoa(apiPort))
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*server, error) {
+		sup.stop(p)
+		return nil, fmt.Errorf("toxiproxy-delay: %w", err)
+	}
+	if err := waitListening(ctx, p, addr(apiPort), 15*time.Second); err != nil {
+		return fail(err)
+	}
+	api := base(apiPort)
+	body, _ := json.Marshal(map[string]any{"name": "bench_delay", "listen": addr(proxyPort), "upstream": addr(upPort), "enabled": true})
+	if err := postJSON(ctx, api+"/proxies", body, http.StatusCreated); err != nil {
+		return fail(fmt.Errorf("creating the proxy: %w", err))
+	}
+	toxic, _ := json.Marshal(map[string]any{"name": "delay", "type": "latency", "stream": "downstream", "toxicity": 1,
+		"attributes": map[string]any{"latency": 1000, "jitter": 0}})
+	if err := postJSON(ctx, api+"/proxies/bench_delay/toxics", toxic, http.StatusOK); err != nil {
+		return fail(fmt.Errorf("adding the latency toxic: %w", err))
+	}
+	if err := waitListening(ctx, p, addr(proxyPort), 10*time.Second); err != nil {
+		return fail(err)
+	}
+	return &server{"toxiproxy-delay", base(proxyPort), p}, nil
 }
 
 // check fetches url once and verifies the answer is the expected one.
