@@ -42,6 +42,9 @@ type scaleCase struct {
 	// journal: the run also reads each request's duration as Doppel
 	// measured it from doppel-delay's journal (proxy exact).
 	journal bool
+	// idle and stalled hostile connections are held open during the run
+	// (openHostile).
+	idle, stalled int
 }
 
 // scaleRun is one of them: loadgen's result and what the server spent.
@@ -139,6 +142,10 @@ func (b *benchmark) addScaleCases() {
 	fl, d := b.fl, b.fl.doppelDelay
 	b.scaleCases = append(b.scaleCases, scaleCase{name: exactCase, server: "doppel", start: b.freshDelay, url: d.base + "/slow", header: "X-Proxy: exact",
 		rate: b.cfg.rate, target: 200 * time.Millisecond, journal: true})
+	if b.cfg.idleConns+b.cfg.stalledConns > 0 {
+		b.scaleCases = append(b.scaleCases, scaleCase{name: hostileCase(b.cfg), server: "doppel", start: b.freshDelay, url: d.base + "/slow", header: "X-Proxy: exact",
+			rate: b.cfg.rate, target: 200 * time.Millisecond, journal: true, idle: b.cfg.idleConns, stalled: b.cfg.stalledConns})
+	}
 	for _, rate := range b.cfg.scaleRates {
 		b.scaleCases = append(b.scaleCases,
 			scaleCase{name: fmt.Sprintf("delay 1 s at %.0f/s", rate), server: "doppel", start: b.freshDelay, url: d.base + "/small", rate: rate, target: time.Second},
@@ -315,6 +322,13 @@ func (b *benchmark) measureScale(ctx context.Context, round int, c scaleCase) er
 	}
 	pid := srv.proc.pid
 	idle := rssOf([]int{pid})
+	if c.idle+c.stalled > 0 {
+		h, err := openHostile(ctx, srv.base, c.idle, c.stalled)
+		if err != nil {
+			return fmt.Errorf("round %d, %s: %w", round, c.name, err)
+		}
+		defer h.close()
+	}
 	cpu0, err := treeCPU(pid)
 	if err != nil {
 		return err

@@ -58,7 +58,10 @@ type config struct {
 	out          string
 	only         string
 	scaleRates   []float64
-	plot         string
+	// idleConns and stalledConns: the bad input beside an exact-delay
+	// run (hostile.go).
+	idleConns, stalledConns int
+	plot                    string
 }
 
 // onlyDoppel is -only doppel: the journal on/off rounds and nothing else.
@@ -91,6 +94,8 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "bench/.cache/last-run.md", "also write the report here (empty: don't)")
 	flag.StringVar(&cfg.plot, "plot", "bench/.cache/last-run.svg", "also draw the figures here (empty: don't)")
 	plotData := flag.String("plot-from", "", "only draw the plot (-plot) of a run's saved figures (the .json beside its report), then exit")
+	flag.IntVar(&cfg.idleConns, "idle-conns", 16000, "connections that send nothing, held open beside an exact-delay run (0 with -stalled-conns 0: no such run)")
+	flag.IntVar(&cfg.stalledConns, "stalled-conns", 1000, "connections that ask for a delayed 1 MiB answer and never read it, beside the same run")
 	scale := flag.String("scale-rates", "2000,4000,8000", "rates of the delays-at-scale runs (1 s delay each, Doppel and Toxiproxy), comma-separated")
 	flag.StringVar(&cfg.only, "only", "", `"doppel": only Doppel with the journal on and off, on /small and the mock path (no peers, no open loop); "delays": only the delay runs, Doppel's beside Toxiproxy's`)
 	flag.Parse()
@@ -217,6 +222,12 @@ func preflight(cfg *config) error {
 	}
 	if cfg.nginxWorkers < 1 {
 		return errors.New("-nginx-workers must be at least 1")
+	}
+	if cfg.idleConns < 0 || cfg.stalledConns < 0 {
+		return errors.New("-idle-conns and -stalled-conns must not be negative")
+	}
+	if err := checkFileLimit(cfg.idleConns, cfg.stalledConns); err != nil {
+		return err
 	}
 	if cfg.onlyDelays() {
 		for _, name := range []string{"upstream", "loadgen", "doppel"} {
