@@ -6,6 +6,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -339,5 +341,117 @@ func TestConnectionNamedHeadersThroughTheBinary(t *testing.T) {
 	}
 	if v := r.header.Get("X-Internal"); v != "" {
 		t.Errorf("a header the upstream named in Connection reached the client: X-Internal: %s", v)
+	}
+}
+
+// TestClientsThatStopReadingAreCut: clients that ask for a delayed answer
+// too large to be held (a forwarded 64 MiB body, an 8 MiB mock) and never
+// read it hold their handler, buffers and upstream connection at most the
+// write stall bound (30 s) after Doppel's writes stop, then are cut: the
+// upstream's connection closes, the goroutines return to their count,
+// each request is logged, and a client reading meanwhile is answered at
+// once.
+func TestClientsThatStopReadingAreCut(t *testing.T) {
+	t.Parallel()
+	const stall = 30 * time.Second
+	var ended atomic.Int64
+	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/huge" {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		defer ended.Add(1)
+		const n = 64 << 20
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		w.Header().Set("Content-Type", "application/octet-stream")
+		chunk := bytes.Repeat([]byte("u"), 64<<10)
+		for sent := 0; sent < n; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	cfg := serveConfig(t, t.TempDir(), 0, 0, fmt.Sprintf(`proxies:
+  - name: slow
+    type: http
+    url: %s/
+    latency: {percentage: 1, min: 1, max: 1}
+    mocks:
+      - name: big
+        request: {method: GET, url: "^/mock/big$"}
+        response: {status: 200, body: "{{ 'm' * 8388608 }}"}
+`, up.URL))
+	p, addr := serveUp(t, cfg, nil, "--admin-addr", "127.0.0.1:0")
+	admin := adminAddrOf(t, p)
+	baseline := goroutines(t, admin)
+
+	const forwarded = 10
+	paths := []string{"/mock/big"}
+	for range forwarded {
+		paths = append(paths, "/huge")
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for _, path := range paths {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		_ = c.(*net.TCPConn).SetReadBuffer(4096)
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: d\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Their answers back up: each holds its handler (and, forwarded, the
+	// transport's two goroutines).
+	deadline := time.Now().Add(10 * time.Second)
+	for goroutines(t, admin) < baseline+len(paths) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	stuck := time.Now()
+	if g := goroutines(t, admin); g < baseline+len(paths) {
+		t.Fatalf("%d goroutines with %d answers unread, from %d", g, len(paths), baseline)
+	}
+	if r := call(t, "GET", "http://"+addr+"/small", ""); r.status != 200 {
+		t.Errorf("a client that reads, meanwhile: %d", r.status)
+	}
+	// Cut within the bound of the last write that went through.
+	// A few of the process's own goroutines come and go meanwhile.
+	const slack = 5
+	deadline = time.Now().Add(stall + 15*time.Second)
+	g := goroutines(t, admin)
+	for (g > baseline+slack || ended.Load() < forwarded) && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		g = goroutines(t, admin)
+	}
+	took := time.Since(stuck)
+	if g > baseline+slack {
+		t.Fatalf("%d goroutines %v after the clients stopped reading, %d before", g, took.Round(time.Second), baseline)
+	}
+	if n := ended.Load(); n < forwarded {
+		t.Fatalf("%d of %d upstream answers ended %v after their clients stopped reading", n, forwarded, took.Round(time.Second))
+	}
+	if took < stall-5*time.Second {
+		t.Errorf("cut after %v, before the %v bound", took.Round(time.Second), stall)
+	}
+	// Each line is written as its answer ends: at the cut.
+	logged := 0
+	for _, l := range p.jsonLines() {
+		if !isRequest(l) || (l["path"] != "/huge" && l["path"] != "/mock/big") {
+			continue
+		}
+		logged++
+		at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(l["timestamp"]))
+		if err != nil || at.Before(stuck.Add(stall-5*time.Second)) {
+			t.Errorf("logged at %v, %v after the answers backed up: %v", l["timestamp"], at.Sub(stuck).Round(time.Second), l)
+		}
+	}
+	if logged != len(paths) {
+		t.Errorf("%d of %d cut answers logged", logged, len(paths))
 	}
 }

@@ -31,6 +31,7 @@ const (
 type connWriter struct {
 	http.ResponseWriter
 	answered bool
+	ex       *exchange // whose writes it bounds
 }
 
 func (c *connWriter) WriteHeader(code int) {
@@ -42,6 +43,7 @@ func (c *connWriter) WriteHeader(code int) {
 
 func (c *connWriter) Write(b []byte) (int, error) {
 	c.answered = true
+	c.ex.boundWrites()
 	return c.ResponseWriter.Write(b)
 }
 
@@ -50,7 +52,7 @@ func (c *connWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 // Wrap puts a fault's writer in front of the answer's.
 func (ex *exchange) Wrap(wrap func(http.ResponseWriter) http.ResponseWriter) {
 	if ex.base == nil {
-		ex.base = &connWriter{ResponseWriter: ex.w}
+		ex.base = &connWriter{ResponseWriter: ex.w, ex: ex}
 		ex.w = ex.base
 	}
 	ex.w = wrap(ex.w)

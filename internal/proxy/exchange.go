@@ -49,6 +49,9 @@ type exchange struct {
 	latency time.Duration
 
 	wroteHeader bool
+	// writesBound is when the connection's write deadline was last moved
+	// (boundWrites).
+	writesBound time.Time
 	// holding says the answer is held (park.go): its status is in rec,
 	// its body in held, and nothing has gone to the server yet; header
 	// is the answer's once the connection is taken.
@@ -152,6 +155,7 @@ func (ex *exchange) WriteHeader(code int) {
 
 // sendHeader starts the answer on the connection.
 func (ex *exchange) sendHeader(code int) {
+	ex.boundWrites() // the server writes the header by the next flush
 	ex.wroteHeader = true
 	ex.rec.Status = code
 	ex.rec.Duration = time.Since(ex.start)
@@ -299,7 +303,43 @@ func (ex *exchange) Write(b []byte) (int, error) {
 	if c := ex.rec.ResponseBody; c != nil {
 		c.Add(b)
 	}
+	if ex.base == nil {
+		ex.boundWrites() // else the connection's writer does, under the faults'
+	}
 	return ex.w.Write(b)
+}
+
+// writeStall bounds how long a client may leave an answer unread: a write
+// to the connection that it does not take within writeStall fails, and
+// the answer is cut, so a client that stops reading holds the handler,
+// its buffers and the upstream's connection that long at most.
+const writeStall = 30 * time.Second
+
+// writeDeadliner is the connection's writer, net/http's: its
+// SetWriteDeadline is the connection's.
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+
+// boundWrites keeps an HTTP/1 connection's write deadline writeStall
+// ahead of the answer's latest write, moving it at most once a second: a
+// request starts with one move, and a write or flush a second or more
+// later moves it again. A write of the answer that the client does not
+// take within writeStall then fails; between writes the deadline may
+// pass, which nothing notices. Hijacking takes the deadline off (Hijack);
+// a parked answer sets its own (park.go). HTTP/2 is left alone: a
+// stream's write deadline resets the stream when it passes, written to
+// or not, which would end long waits and quiet streams.
+func (ex *exchange) boundWrites() {
+	if ex.req.ProtoMajor != 1 {
+		return
+	}
+	now := time.Now()
+	if now.Sub(ex.writesBound) < time.Second {
+		return
+	}
+	ex.writesBound = now
+	if d, ok := ex.conn.(writeDeadliner); ok {
+		_ = d.SetWriteDeadline(now.Add(writeStall))
+	}
 }
 
 // Flush and Unwrap let ReverseProxy stream and upgrade through the wrapper.
@@ -313,6 +353,7 @@ func (ex *exchange) Flush() {
 	if ex.holding {
 		ex.release() // a stream: it waits in the handler
 	}
+	ex.boundWrites()
 	// Through whatever wraps the connection's writer (a fault's: Wrap).
 	_ = http.NewResponseController(ex.w).Flush()
 }
@@ -333,6 +374,11 @@ func (ex *exchange) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		ex.switchProtocols()
 	}
 	c, brw, err := h.Hijack()
+	if err == nil {
+		// The connection is the tunnel's now: its writes wait for the
+		// client as long as it likes.
+		_ = c.SetWriteDeadline(time.Time{})
+	}
 	if err != nil || !switching {
 		return c, brw, err
 	}

@@ -134,6 +134,8 @@ func New(h *runtime.Holder, opts Options) *Handler {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex := &exchange{w: w, conn: w, req: r, start: time.Now(), handler: h}
+	// Before anything can write: net/http's own "100 Continue" included.
+	ex.boundWrites()
 	id, minted := h.requestID(r)
 	ex.rec = telemetry.Exchange{RequestID: id, Method: r.Method, Path: loggedPath(r)}
 	if j := h.journal.Active(); j != nil {

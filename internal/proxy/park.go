@@ -39,8 +39,8 @@ import (
 // waited.
 
 // parkedWrite bounds writing a parked answer to a client that does not
-// read it.
-const parkedWrite = 30 * time.Second
+// read it, as writeStall does an answer written in the handler.
+const parkedWrite = writeStall
 
 // maxParkedPending bounds what a client may send ahead (pipelined
 // requests) while its answer waits: more, and the connection closes
