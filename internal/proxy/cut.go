@@ -63,7 +63,7 @@ func (ex *exchange) answered() bool {
 	if ex.base != nil {
 		return ex.base.answered
 	}
-	return ex.wroteHeader
+	return ex.answer != answerNone
 }
 
 // endWriters tells the faults' writers that the answer is complete.
@@ -90,16 +90,15 @@ func (ex *exchange) Context() context.Context { return ex.req.Context() }
 // so far is sent, then the connection closes with a RST (reset: linger 0)
 // or a FIN; on HTTP/2 the stream is reset and the connection kept.
 func (ex *exchange) Cut(reset bool) {
-	if ex.cut {
+	if ex.answer == answerCut {
 		return
 	}
-	ex.cut = true
 	answered := ex.answered()
+	ex.to(answerCut) // nothing more is answered
 	if !answered {
 		ex.rec.Status = statusCut
 		ex.rec.Duration = time.Since(ex.start)
 	}
-	ex.wroteHeader = true // nothing more is answered
 	if c := ex.hijack(answered); c != nil {
 		closeConn(c, reset)
 		return
@@ -165,10 +164,10 @@ func closeConn(c net.Conn, reset bool) {
 // server's buffers go at once; the request is recorded when the wait
 // ends. On HTTP/2 the handler waits, then resets the stream.
 func (ex *exchange) Hang(d time.Duration) {
-	ex.wroteHeader = true
+	ex.to(answerStarted)
 	start := time.Now()
 	if c := ex.hijack(false); c != nil {
-		ex.detached = true
+		ex.to(answerDetached)
 		// Nothing of the server's is used again: what the record needs
 		// is in it.
 		ex.w, ex.conn, ex.base = nil, nil, nil
@@ -188,7 +187,7 @@ func (ex *exchange) Hang(d time.Duration) {
 	case <-t.C:
 		ex.rec.Status = statusCut
 		ex.rec.Duration = time.Since(ex.start)
-		ex.cut = true
+		ex.to(answerCut)
 		panic(http.ErrAbortHandler)
 	case <-ex.req.Context().Done():
 		ex.clientLeft()

@@ -48,27 +48,24 @@ type exchange struct {
 	// latency is the whole-response target; zero when no delay applies.
 	latency time.Duration
 
-	wroteHeader bool
+	// answer is how far the answer has gone (to moves it).
+	answer answerState
 	// writesBound is when the connection's write deadline was last moved
 	// (boundWrites).
 	writesBound time.Time
-	// holding says the answer is held (park.go): its status is in rec,
-	// its body in held, and nothing has gone to the server yet; header
-	// is the answer's once the connection is taken.
-	holding bool
-	held    []byte
-	header  http.Header
+	// While the answer is held (answerHeld, hold.go) its status is in
+	// rec, its body in held, and nothing has gone to the server yet;
+	// header is the answer's once the connection is taken.
+	held   []byte
+	header http.Header
 	// fin says the HTTP/1 client sent its FIN while the latency was
 	// waited: whether it took the answer is known once it is written.
 	fin bool
 
 	// base is the connection's writer under the faults' (Wrap), nil
-	// while none wraps; cut says a fault cut the connection; detached
-	// that a hang took it, and records the request itself when done.
-	base     *connWriter
-	cut      bool
-	detached bool
-	handler  *Handler
+	// while none wraps.
+	base    *connWriter
+	handler *Handler
 	// tunnel is the client's side of an upgraded connection, once the
 	// upstream switched protocols.
 	tunnel *tunnel
@@ -87,6 +84,41 @@ type exchange struct {
 	// journal records the exchange when the journal is on; nil otherwise,
 	// and then nothing of it is captured.
 	journal *journal.Recorder
+}
+
+// answerState is how far an exchange's answer has gone. It only moves
+// forward, through to: a later step never undoes an earlier one, and the
+// two ends (cut, detached) are final.
+type answerState uint8
+
+const (
+	// answerNone: nothing answered yet; the first final WriteHeader
+	// decides.
+	answerNone answerState = iota
+	// answerHeld: the status is decided and the answer held whole, to be
+	// written off the server when its latency ends (hold.go).
+	answerHeld
+	// answerStarted: the answer goes through the server (or the client
+	// left before it): a later WriteHeader is ignored.
+	answerStarted
+	// answerCut: a fault or the client's departure cut the connection;
+	// nothing more goes out.
+	answerCut
+	// answerDetached: a hang or a parked answer took the connection, and
+	// records the request itself when done.
+	answerDetached
+)
+
+// over reports whether the connection is no longer the server's to write
+// on: cut, or taken.
+func (a answerState) over() bool { return a >= answerCut }
+
+// to moves the answer on to a, unless it is there or further already, or
+// over.
+func (ex *exchange) to(a answerState) {
+	if !ex.answer.over() && a > ex.answer {
+		ex.answer = a
+	}
 }
 
 // journaled makes the record carry what the journal keeps of the request
@@ -117,7 +149,7 @@ var _ fault.Exchange = (*exchange)(nil)
 func (ex *exchange) Header() http.Header { return ex.w.Header() }
 
 func (ex *exchange) WriteHeader(code int) {
-	if ex.wroteHeader {
+	if ex.answer != answerNone {
 		return
 	}
 	if code >= 100 && code < 200 {
@@ -142,7 +174,7 @@ func (ex *exchange) WriteHeader(code int) {
 	}
 	if ex.latency > 0 && time.Since(ex.start) < ex.latency && ex.mayHold(code) {
 		// The answer waits off the server once complete (park.go).
-		ex.wroteHeader, ex.holding = true, true
+		ex.to(answerHeld)
 		ex.rec.Status = code
 		return
 	}
@@ -156,7 +188,7 @@ func (ex *exchange) WriteHeader(code int) {
 // sendHeader starts the answer on the connection.
 func (ex *exchange) sendHeader(code int) {
 	ex.boundWrites() // the server writes the header by the next flush
-	ex.wroteHeader = true
+	ex.to(answerStarted)
 	ex.rec.Status = code
 	ex.rec.Duration = time.Since(ex.start)
 	ex.w.Header().Set(headerRequestID, ex.rec.RequestID)
@@ -270,7 +302,7 @@ const statusClientLeft = 499
 
 // clientLeft records that the client disconnected before any answer.
 func (ex *exchange) clientLeft() {
-	ex.wroteHeader = true
+	ex.to(answerStarted)
 	ex.rec.Status = statusClientLeft
 	ex.rec.Duration = time.Since(ex.start)
 }
@@ -281,19 +313,19 @@ func (ex *exchange) clientLeft() {
 // upstream's answer.
 func (ex *exchange) closeUnanswered() {
 	if c := ex.hijack(false); c != nil {
-		ex.cut = true
+		ex.to(answerCut)
 		closeConn(c, false)
 	}
 }
 
 func (ex *exchange) Write(b []byte) (int, error) {
-	if ex.cut || ex.detached {
+	if ex.answer.over() {
 		return 0, http.ErrHijacked
 	}
-	if !ex.wroteHeader {
+	if ex.answer == answerNone {
 		ex.WriteHeader(http.StatusOK)
 	}
-	if ex.holding {
+	if ex.answer == answerHeld {
 		n, err := ex.hold(b)
 		if c := ex.rec.ResponseBody; c != nil && n > 0 {
 			c.Add(b[:n])
@@ -344,13 +376,13 @@ func (ex *exchange) boundWrites() {
 
 // Flush and Unwrap let ReverseProxy stream and upgrade through the wrapper.
 func (ex *exchange) Flush() {
-	if ex.cut || ex.detached {
+	if ex.answer.over() {
 		return
 	}
-	if !ex.wroteHeader {
+	if ex.answer == answerNone {
 		ex.WriteHeader(http.StatusOK)
 	}
-	if ex.holding {
+	if ex.answer == answerHeld {
 		ex.release() // a stream: it waits in the handler
 	}
 	ex.boundWrites()
@@ -369,7 +401,7 @@ func (ex *exchange) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !ok {
 		return nil, nil, errors.New("hijacking is not supported")
 	}
-	switching := !ex.wroteHeader
+	switching := ex.answer == answerNone
 	if switching {
 		ex.switchProtocols()
 	}
@@ -382,7 +414,7 @@ func (ex *exchange) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil || !switching {
 		return c, brw, err
 	}
-	ex.wroteHeader = true
+	ex.to(answerStarted)
 	ex.rec.Duration = time.Since(ex.start)
 	return ex.tunnelOn(c, brw)
 }

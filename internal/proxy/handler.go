@@ -368,14 +368,14 @@ var errUpstreamTimeout = errors.New("the proxy's timeout passed")
 // when the handler panicked: a panic before the answer started becomes a
 // 500 envelope; after it started, the connection is aborted.
 func (h *Handler) finish(ex *exchange) {
-	if ex.detached {
+	if ex.answer == answerDetached {
 		return // a hang records the request when it ends
 	}
 	if v := recover(); v != nil {
 		if v != http.ErrAbortHandler {
 			h.log.Error("panic while serving a request", "request_id", ex.rec.RequestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			h.reporter.Report(fmt.Errorf("panic while serving request %s: %v", ex.rec.RequestID, v))
-			if !ex.wroteHeader {
+			if ex.answer == answerNone {
 				ex.fail(apierr.InternalError, "internal error")
 				h.logRequest(ex)
 				return
@@ -386,7 +386,7 @@ func (h *Handler) finish(ex *exchange) {
 		h.logRequest(ex)
 		panic(http.ErrAbortHandler)
 	}
-	if ex.base != nil && !ex.cut {
+	if ex.base != nil && ex.answer != answerCut {
 		// A fault's writer may cut now; on HTTP/2 a cut aborts the
 		// handler, and the request is recorded first.
 		defer func() {
@@ -397,13 +397,13 @@ func (h *Handler) finish(ex *exchange) {
 		}()
 		ex.endWriters()
 	}
-	if !ex.wroteHeader {
+	if ex.answer == answerNone {
 		ex.WriteHeader(http.StatusOK)
 	}
-	if ex.holding && ex.park() {
+	if ex.answer == answerHeld && ex.park() {
 		return // the parked answer records the request when written
 	}
-	if ex.fin && !ex.cut && ex.tunnel == nil && ex.awaitVerdict() {
+	if ex.fin && ex.answer != answerCut && ex.tunnel == nil && ex.awaitVerdict() {
 		return // its connection records the request when it closes
 	}
 	h.logRequest(ex)

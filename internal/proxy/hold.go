@@ -59,7 +59,7 @@ func (ex *exchange) hold(b []byte) (int, error) {
 // release gives up holding: the handler waits out the latency and the
 // answer goes through the server as any other.
 func (ex *exchange) release() {
-	ex.holding = false
+	ex.to(answerStarted)
 	if !ex.waitLatency() {
 		ex.clientLeft()
 		ex.held = nil

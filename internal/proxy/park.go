@@ -52,7 +52,7 @@ func (ex *exchange) park() bool {
 		pending = append(pending, b...)
 	}
 	c, pending = unwrapResumed(c, pending)
-	ex.holding, ex.detached = false, true
+	ex.to(answerDetached)
 	ex.header = hdr
 	// Nothing of the server's is used again.
 	ex.w, ex.conn, ex.base = nil, nil, nil

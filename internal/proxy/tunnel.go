@@ -68,13 +68,13 @@ func (ex *exchange) tunnelOn(c net.Conn, brw *bufio.ReadWriter) (net.Conn, *bufi
 	t := &tunnel{Conn: c, began: time.Now(), left: -1}
 	if after, reset, ok := ex.tunnelCutOf(); ok {
 		if after < 0 {
-			ex.cut = true
+			ex.to(answerCut)
 			ex.rec.Status = statusCut
 			closeConn(c, reset)
 			return nil, nil, errCutBeforeSwitch
 		}
 		t.left, t.reset = after, reset
-		ex.cut = true // the fault's writer is done; the tunnel cuts
+		ex.to(answerCut) // the fault's writer is done; the tunnel cuts
 	}
 	ex.tunnel = t
 	return t, brw, nil
