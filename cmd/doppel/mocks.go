@@ -41,74 +41,12 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 			if proxy == "" {
 				return usage("--proxy is required: the proxy whose exchanges are recorded")
 			}
-			c := a.client()
 			rec := client.Recording{Match: match, Session: session, Since: since}
-			var mocks []client.Mock
-			var exchanges int
-			var message string
-			var replicas client.ReplicasAnswered
-			if apply {
-				// The revision read just before, for the compare-and-swap,
-				// and the mocks the proxy has, to print only those added.
-				cur, revision, err := c.Proxy(cmd.Context(), proxy)
-				if err != nil {
-					return a.failure(err, "a proxy")
-				}
-				out, err := c.ApplyRecording(cmd.Context(), proxy, revision, rec)
-				if err != nil {
-					return a.failure(err, "a recording")
-				}
-				exchanges, message, replicas = out.Exchanges, out.Message, out.Replicas
-				if out.Revision != "" { // applied: the mocks it did not have before
-					for _, m := range out.Proxy.Mocks {
-						if !slices.ContainsFunc(cur.Mocks, func(b client.Mock) bool { return b.Name == m.Name }) {
-							mocks = append(mocks, m)
-						}
-					}
-				}
-			} else {
-				out, err := c.Record(cmd.Context(), proxy, rec)
-				if err != nil {
-					return a.failure(err, "a recording")
-				}
-				mocks, exchanges, message, replicas = out.Mocks, out.Exchanges, out.Message, out.Replicas
-			}
-			list, err := mockList(mocks)
+			got, err := recordMocks(cmd, &a, proxy, rec, apply)
 			if err != nil {
-				return failed("the recorded mocks do not convert to JSON: %v", err)
+				return err
 			}
-			if a.output == "json" {
-				return write(cmd, string(list)+"\n")
-			}
-			if len(mocks) == 0 {
-				msg := message
-				if msg == "" {
-					msg = "nothing to record"
-				}
-				return write(cmd, "# "+msg+"\nmocks: []\n")
-			}
-			y, err := yaml.JSONToYAML(list)
-			if err != nil {
-				return failed("the recorded mocks do not convert to YAML: %v", err)
-			}
-			what := "recorded"
-			if apply {
-				what = "added to proxy " + proxy
-			}
-			head := "# " + count(len(mocks), "mock") + " " + what
-			if exchanges > 0 {
-				head += ", from " + count(exchanges, "exchange")
-			}
-			if message != "" {
-				head += "\n# " + message
-			}
-			var b strings.Builder
-			b.WriteString(head + "\n")
-			if isFleet(replicas) {
-				fmt.Fprintf(&b, "# from the journals of %d replicas: %s\n", len(replicas.Answered), strings.Join(replicas.Answered, ", "))
-				sayMissing(&b, replicas, "# ")
-			}
-			return write(cmd, b.String()+string(y))
+			return printRecorded(cmd, &a, proxy, apply, got)
 		},
 	}
 	a.register(cmd)
@@ -119,6 +57,87 @@ proxy (compare-and-swap on the revision read just before) and the mocks added ar
 	fs.StringVar(&since, "since", "", "only exchanges after this RFC 3339 time or journal entry id")
 	fs.BoolVar(&apply, "apply", false, "append the mocks to the proxy instead of only printing them")
 	return cmd
+}
+
+// recording is what a recording made: the mocks (those added, with
+// --apply), from how many exchanges, its note and the replicas read.
+type recording struct {
+	mocks     []client.Mock
+	exchanges int
+	message   string
+	replicas  client.ReplicasAnswered
+}
+
+// recordMocks asks for the recording; with apply, on the revision read
+// just before (the compare-and-swap), keeping only the mocks the proxy did
+// not have.
+func recordMocks(cmd *cobra.Command, a *adminFlags, proxy string, rec client.Recording, apply bool) (recording, error) {
+	c := a.client()
+	if !apply {
+		out, err := c.Record(cmd.Context(), proxy, rec)
+		if err != nil {
+			return recording{}, a.failure(err, "a recording")
+		}
+		return recording{out.Mocks, out.Exchanges, out.Message, out.Replicas}, nil
+	}
+	cur, revision, err := c.Proxy(cmd.Context(), proxy)
+	if err != nil {
+		return recording{}, a.failure(err, "a proxy")
+	}
+	out, err := c.ApplyRecording(cmd.Context(), proxy, revision, rec)
+	if err != nil {
+		return recording{}, a.failure(err, "a recording")
+	}
+	got := recording{exchanges: out.Exchanges, message: out.Message, replicas: out.Replicas}
+	if out.Revision != "" { // applied: the mocks it did not have before
+		for _, m := range out.Proxy.Mocks {
+			if !slices.ContainsFunc(cur.Mocks, func(b client.Mock) bool { return b.Name == m.Name }) {
+				got.mocks = append(got.mocks, m)
+			}
+		}
+	}
+	return got, nil
+}
+
+// printRecorded prints a recording: JSON with -o json, else YAML under a
+// comment saying what was made, from what, and from which replicas.
+func printRecorded(cmd *cobra.Command, a *adminFlags, proxy string, apply bool, got recording) error {
+	list, err := mockList(got.mocks)
+	if err != nil {
+		return failed("the recorded mocks do not convert to JSON: %v", err)
+	}
+	if a.output == "json" {
+		return write(cmd, string(list)+"\n")
+	}
+	if len(got.mocks) == 0 {
+		msg := got.message
+		if msg == "" {
+			msg = "nothing to record"
+		}
+		return write(cmd, "# "+msg+"\nmocks: []\n")
+	}
+	y, err := yaml.JSONToYAML(list)
+	if err != nil {
+		return failed("the recorded mocks do not convert to YAML: %v", err)
+	}
+	what := "recorded"
+	if apply {
+		what = "added to proxy " + proxy
+	}
+	head := "# " + count(len(got.mocks), "mock") + " " + what
+	if got.exchanges > 0 {
+		head += ", from " + count(got.exchanges, "exchange")
+	}
+	if got.message != "" {
+		head += "\n# " + got.message
+	}
+	var b strings.Builder
+	b.WriteString(head + "\n")
+	if isFleet(got.replicas) {
+		fmt.Fprintf(&b, "# from the journals of %d replicas: %s\n", len(got.replicas.Answered), strings.Join(got.replicas.Answered, ", "))
+		sayMissing(&b, got.replicas, "# ")
+	}
+	return write(cmd, b.String()+string(y))
 }
 
 // mockList is {"mocks": [...]} with every object's keys in order, as

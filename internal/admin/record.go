@@ -47,28 +47,8 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, ActRead, s.inForce(name)) {
 		return
 	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRecordBody+1))
-	if err != nil {
-		apierr.Write(w, apierr.ConfigInvalid, "the body could not be read: "+err.Error())
-		return
-	}
-	if len(raw) > maxRecordBody {
-		apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a recording's body is at most %d bytes", maxRecordBody))
-		return
-	}
-	if err := config.CheckNesting(raw); err != nil {
-		apierr.Write(w, apierr.ConfigInvalid, err.Error())
-		return
-	}
-	var req recordRequest
-	if err := jsonbody.DecodeKnown(raw, &req); err != nil {
-		const shape = `{"revision", "match", "session", "since", "apply", "local"}`
-		var unknown *jsonbody.UnknownKeyError
-		if errors.As(err, &unknown) {
-			apierr.Write(w, apierr.ConfigInvalid, fmt.Sprintf("unknown key %q: the body is %s", unknown.Key, shape))
-			return
-		}
-		apierr.Write(w, apierr.ConfigInvalid, bodyProblem(err, shape))
+	req, ok := readRecordRequest(w, r)
+	if !ok {
 		return
 	}
 	if req.Apply && !s.authorize(w, r, ActUpdate, s.inForce(name)) {
@@ -76,80 +56,12 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 	}
 	doc, _ := s.policy(r)
 	p := doc.Proxy(name)
-	if p == nil {
-		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+	bodies, ok := s.recordable(w, doc, p, name, req)
+	if !ok {
 		return
 	}
-	if p.Type == config.KindTCP {
-		apierr.Write(w, apierr.ConfigInvalid, "proxy "+name+" is a tcp proxy: it relays bytes, and has no exchanges to record as mocks")
-		return
-	}
-	if req.Apply && req.Revision == nil {
-		apierr.Write(w, apierr.RevisionRequired, "apply: true needs the revision of the proxy it adds to, as an update does")
-		return
-	}
-	if req.Revision != nil {
-		if _, err := config.ParseRevision(*req.Revision); err != nil {
-			apierr.Write(w, apierr.ConfigInvalid, "revision: "+err.Error())
-			return
-		}
-	}
-	bodies := 0
-	if doc.Journal.Bodies != nil {
-		bodies = int(*doc.Journal.Bodies)
-	}
-	switch {
-	case s.journal.Size() == 0:
-		apierr.Write(w, apierr.ConfigInvalid, "the journal is off (journal.size is 0): recording reads the exchanges it keeps")
-		return
-	case bodies == 0:
-		apierr.Write(w, apierr.ConfigInvalid, "journal.bodies is 0: recording needs the bodies the journal keeps; set journal.bodies (4Ki by default)")
-		return
-	}
-	q := url.Values{"proxy": {name}}
-	for k, v := range map[string]string{"path": req.Match, "session": req.Session, "since": req.Since} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	f, err := journal.ParseFilter(q)
-	if err != nil {
-		apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
-		return
-	}
-	var entries []*journal.Entry
-	fleet := replicasAnswer{Answered: []string{s.Fleet.Self().ID}, Missing: []missing{}}
-	cut := 0
-	if s.fleetWide(r, req.Local) {
-		// Every live replica's exchanges of the proxy, merged by time: the
-		// newest MaxLimit of the fleet.
-		wide := url.Values{}
-		for k, v := range q {
-			wide[k] = v
-		}
-		wide.Set("limit", strconv.Itoa(journal.MaxLimit))
-		fw, err := journal.ParseFilter(wide)
-		if err != nil {
-			apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
-			return
-		}
-		page, err := s.gatherFleet(r, wide, fw, func(string) bool { return true })
-		if err != nil {
-			apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
-			return
-		}
-		cut = page.more
-		for _, m := range page.all {
-			var e journal.Entry
-			if err := json.Unmarshal(m.raw, &e); err != nil {
-				apierr.Write(w, apierr.InternalError, "an entry of the fleet's journal does not read back: "+err.Error())
-				return
-			}
-			entries = append(entries, &e)
-		}
-		fleet = replicasAnswer{Answered: page.answered, Missing: page.gone}
-	} else if entries, err = f.Select(s.journal.Entries(), func(string) bool { return true }); err != nil {
-		apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
+	entries, fleet, cut, ok := s.recordedEntries(w, r, name, req)
+	if !ok {
 		return
 	}
 	var taken []string
@@ -190,6 +102,125 @@ func (s *Server) recordProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answerProxy(w, http.StatusOK, rt.Document.Proxy(name))
+}
+
+// readRecordRequest reads a recording's body, bounded in size and
+// nesting, with no key but its own; false once it has answered why not.
+func readRecordRequest(w http.ResponseWriter, r *http.Request) (*recordRequest, bool) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRecordBody+1))
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, "the body could not be read: "+err.Error())
+		return nil, false
+	}
+	if len(raw) > maxRecordBody {
+		apierr.Write(w, apierr.UploadTooLarge, fmt.Sprintf("a recording's body is at most %d bytes", maxRecordBody))
+		return nil, false
+	}
+	if err := config.CheckNesting(raw); err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, err.Error())
+		return nil, false
+	}
+	var req recordRequest
+	if err := jsonbody.DecodeKnown(raw, &req); err != nil {
+		const shape = `{"revision", "match", "session", "since", "apply", "local"}`
+		var unknown *jsonbody.UnknownKeyError
+		if errors.As(err, &unknown) {
+			apierr.Write(w, apierr.ConfigInvalid, fmt.Sprintf("unknown key %q: the body is %s", unknown.Key, shape))
+			return nil, false
+		}
+		apierr.Write(w, apierr.ConfigInvalid, bodyProblem(err, shape))
+		return nil, false
+	}
+	return &req, true
+}
+
+// recordable checks that proxy p (name) can be recorded as req asks: it
+// exists and is HTTP, an apply names a revision, and the journal keeps
+// exchanges and their bodies. It returns the bytes kept of each body;
+// false once it has answered why not.
+func (s *Server) recordable(w http.ResponseWriter, doc *config.Document, p *config.Proxy, name string, req *recordRequest) (bodies int, ok bool) {
+	if p == nil {
+		apierr.Write(w, apierr.NotFound, "proxy "+name+" does not exist")
+		return 0, false
+	}
+	if p.Type == config.KindTCP {
+		apierr.Write(w, apierr.ConfigInvalid, "proxy "+name+" is a tcp proxy: it relays bytes, and has no exchanges to record as mocks")
+		return 0, false
+	}
+	if req.Apply && req.Revision == nil {
+		apierr.Write(w, apierr.RevisionRequired, "apply: true needs the revision of the proxy it adds to, as an update does")
+		return 0, false
+	}
+	if req.Revision != nil {
+		if _, err := config.ParseRevision(*req.Revision); err != nil {
+			apierr.Write(w, apierr.ConfigInvalid, "revision: "+err.Error())
+			return 0, false
+		}
+	}
+	if doc.Journal.Bodies != nil {
+		bodies = int(*doc.Journal.Bodies)
+	}
+	switch {
+	case s.journal.Size() == 0:
+		apierr.Write(w, apierr.ConfigInvalid, "the journal is off (journal.size is 0): recording reads the exchanges it keeps")
+		return 0, false
+	case bodies == 0:
+		apierr.Write(w, apierr.ConfigInvalid, "journal.bodies is 0: recording needs the bodies the journal keeps; set journal.bodies (4Ki by default)")
+		return 0, false
+	}
+	return bodies, true
+}
+
+// recordedEntries are the journal's entries of the proxy that req
+// selects: this replica's, or the fleet's newest MaxLimit merged by time
+// (cut says how many older ones were left out), with the replicas that
+// answered; false once it has answered why not.
+func (s *Server) recordedEntries(w http.ResponseWriter, r *http.Request, name string, req *recordRequest) (entries []*journal.Entry, fleet replicasAnswer, cut int, ok bool) {
+	q := url.Values{"proxy": {name}}
+	for k, v := range map[string]string{"path": req.Match, "session": req.Session, "since": req.Since} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	f, err := journal.ParseFilter(q)
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
+		return nil, fleet, 0, false
+	}
+	fleet = replicasAnswer{Answered: []string{s.Fleet.Self().ID}, Missing: []missing{}}
+	if !s.fleetWide(r, req.Local) {
+		if entries, err = f.Select(s.journal.Entries(), func(string) bool { return true }); err != nil {
+			apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
+			return nil, fleet, 0, false
+		}
+		return entries, fleet, 0, true
+	}
+	// Every live replica's exchanges of the proxy, merged by time: the
+	// newest MaxLimit of the fleet.
+	wide := url.Values{}
+	for k, v := range q {
+		wide[k] = v
+	}
+	wide.Set("limit", strconv.Itoa(journal.MaxLimit))
+	fw, err := journal.ParseFilter(wide)
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
+		return nil, fleet, 0, false
+	}
+	page, err := s.gatherFleet(r, wide, fw, func(string) bool { return true })
+	if err != nil {
+		apierr.Write(w, apierr.ConfigInvalid, recordParam(err))
+		return nil, fleet, 0, false
+	}
+	for _, m := range page.all {
+		var e journal.Entry
+		if err := json.Unmarshal(m.raw, &e); err != nil {
+			apierr.Write(w, apierr.InternalError, "an entry of the fleet's journal does not read back: "+err.Error())
+			return nil, fleet, 0, false
+		}
+		entries = append(entries, &e)
+	}
+	return entries, replicasAnswer{Answered: page.answered, Missing: page.gone}, page.more, true
 }
 
 // withMocks is p with mocks appended, parsed as any proxy document is.
