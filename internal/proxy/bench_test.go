@@ -67,18 +67,24 @@ func BenchmarkForwardBareReverseProxy(b *testing.B) {
 	runForward(b, rp)
 }
 
-func BenchmarkForwardDoppel(b *testing.B) { benchForwardDoppel(b, false, false) }
+func BenchmarkForwardDoppel(b *testing.B) { benchForwardDoppel(b, false, false, false) }
 
 // BenchmarkForwardDoppelJournal is BenchmarkForwardDoppel with the
 // journal on, as by default: what recording costs.
-func BenchmarkForwardDoppelJournal(b *testing.B) { benchForwardDoppel(b, true, false) }
+func BenchmarkForwardDoppelJournal(b *testing.B) { benchForwardDoppel(b, true, false, false) }
 
 // BenchmarkForwardDoppelSession is BenchmarkForwardDoppel with every
 // request carrying the id of a live session over the proxy, whose overlay
 // adds a mock that does not match: what being in a session costs.
-func BenchmarkForwardDoppelSession(b *testing.B) { benchForwardDoppel(b, false, true) }
+func BenchmarkForwardDoppelSession(b *testing.B) { benchForwardDoppel(b, false, true, false) }
 
-func benchForwardDoppel(b *testing.B, journaled, inSession bool) {
+// BenchmarkForwardDoppelDefaults is BenchmarkForwardDoppel as the binary
+// runs it: the journal on and an external address, so that every JSON
+// answer is read for the upstream's address (rewrite_urls is on by
+// default) and, naming none here, sent on as it came.
+func BenchmarkForwardDoppelDefaults(b *testing.B) { benchForwardDoppel(b, true, false, true) }
+
+func benchForwardDoppel(b *testing.B, journaled, inSession, external bool) {
 	up := benchUpstream(b)
 	doc, err := config.Load([]byte(oneProxy(up.URL+"/api/", "")))
 	if err != nil {
@@ -90,6 +96,9 @@ func benchForwardDoppel(b *testing.B, journaled, inSession bool) {
 	opts := Options{Log: logger}
 	if journaled {
 		opts.Journal = journal.New(doc)
+	}
+	if external {
+		opts.External = ListenerExternal("http", "127.0.0.1:8080")
 	}
 	if !inSession {
 		runForward(b, New(runtime.NewHolder(rt), opts))

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +49,6 @@ type exchange struct {
 	// latency is the whole-response target; zero when no delay applies.
 	latency time.Duration
 
-	// answer is how far the answer has gone (to moves it).
-	answer answerState
 	// writesBound is when the connection's write deadline was last moved
 	// (boundWrites).
 	writesBound time.Time
@@ -58,9 +57,12 @@ type exchange struct {
 	// header is the answer's once the connection is taken.
 	held   []byte
 	header http.Header
-	// fin says the HTTP/1 client sent its FIN while the latency was
-	// waited: whether it took the answer is known once it is written.
-	fin bool
+	// answer is how far the answer has gone (to moves it); fin says the
+	// HTTP/1 client sent its FIN while the latency was waited: whether it
+	// took the answer is known once it is written. They sit together, in
+	// one word.
+	answer answerState
+	fin    bool
 
 	// base is the connection's writer under the faults' (Wrap), nil
 	// while none wraps.
@@ -78,12 +80,46 @@ type exchange struct {
 	upstreamStart time.Time
 	body          *bodyReader // the request body as read for the upstream, if any
 	upstreamConn  *headerConn // the HTTP/1 connection that answered, if NewTransport dialed it
-	// trace tells gotConn which connection serves the exchange.
-	trace httptrace.ClientTrace
+	// forwarding is what only a forwarded exchange needs; nil until
+	// forwardUpstream.
+	forwarding *forwarding
 
 	// journal records the exchange when the journal is on; nil otherwise,
 	// and then nothing of it is captured.
 	journal *journal.Recorder
+
+	// requestID backs the answer's X-Request-Id (setValue).
+	requestID [1]string
+}
+
+// forwarding is what forwarding an exchange makes once (the outbound
+// request's context, its URL, the trace, the header values Doppel sets),
+// in one allocation beside the exchange's, where each would be one of its
+// own; an answer from a mock or a fault needs none of it.
+type forwarding struct {
+	ctx exchangeContext
+	url url.URL
+	// trace tells gotConn which connection serves the exchange.
+	trace  httptrace.ClientTrace
+	values [nValues]string
+}
+
+// The outbound request's header values, one slot each in
+// forwarding.values.
+const (
+	valueForwardedFor = iota
+	valueForwardedHost
+	valueForwardedProto
+	valueRequestID
+	nValues
+)
+
+// setValue sets h[key] (a canonical name, as Header.Set would make it) to
+// the one value in slot, set to v. The slice is capped at that value, so
+// an Add by anyone else copies it rather than writing over the next slot.
+func setValue(h http.Header, key string, slot []string, v string) {
+	slot[0] = v
+	h[key] = slot[:1:1]
 }
 
 // answerState is how far an exchange's answer has gone. It only moves
@@ -191,7 +227,7 @@ func (ex *exchange) sendHeader(code int) {
 	ex.to(answerStarted)
 	ex.rec.Status = code
 	ex.rec.Duration = time.Since(ex.start)
-	ex.w.Header().Set(headerRequestID, ex.rec.RequestID)
+	setValue(ex.w.Header(), headerRequestID, ex.requestID[:], ex.rec.RequestID)
 	if ex.wantsReceipt() {
 		ex.w.Header().Set(headerReceipt, receipt(&ex.rec))
 	}

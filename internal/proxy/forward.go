@@ -25,6 +25,23 @@ func exchangeFrom(ctx context.Context) *exchange {
 	return ex
 }
 
+// exchangeContext is the context an exchange is forwarded under: the
+// upstream exchange's own, answering exchangeKey with the exchange. It is
+// held in the exchange, so it costs no allocation where context.WithValue
+// would make one; whatever derives from it still finds the cancelCtx below
+// through Value, and so waits on its Done with no goroutine of its own.
+type exchangeContext struct {
+	context.Context
+	ex *exchange
+}
+
+func (c *exchangeContext) Value(key any) any {
+	if key == (exchangeKey{}) {
+		return c.ex
+	}
+	return c.Context.Value(key)
+}
+
 // NewTransport is the upstream transport: pooled keep-alive connections,
 // plenty of idle ones per host, and no transparent compression, so encoded
 // bodies pass byte for byte and no Accept-Encoding is ever added. Its
@@ -93,13 +110,15 @@ func rewrite(pr *httputil.ProxyRequest) {
 	in, out := pr.In, pr.Out
 
 	// The built, confined path; the query exactly as sent.
-	u := *p.Upstream
+	f := ex.forwarding
+	f.url = *p.Upstream
+	u := &f.url
 	u.RawPath = ex.target
 	u.Path, _ = url.PathUnescape(ex.target)
 	u.RawQuery = in.URL.RawQuery
 	u.ForceQuery = in.URL.ForceQuery
 	u.User = nil
-	out.URL = &u
+	out.URL = u
 	out.Host = "" // the upstream sees its own authority
 	// The request's trailers arrive after its body: the map the server
 	// fills then is the one the transport sends from, not the empty copy
@@ -122,13 +141,13 @@ func rewrite(pr *httputil.ProxyRequest) {
 		if prior := in.Header["X-Forwarded-For"]; len(prior) > 0 {
 			peer = strings.Join(prior, ", ") + ", " + peer
 		}
-		h.Set("X-Forwarded-For", peer)
+		setValue(h, "X-Forwarded-For", f.values[valueForwardedFor:], peer)
 	}
 	if in.Host != "" || len(in.Header["X-Forwarded-Host"]) > 0 {
 		// An HTTP/1.0 request may name no host: then none is claimed.
-		setOr(h, in.Header, "X-Forwarded-Host", in.Host)
+		setOr(h, in.Header, "X-Forwarded-Host", f.values[valueForwardedHost:], in.Host)
 	}
-	setOr(h, in.Header, "X-Forwarded-Proto", ex.handler.forwardedProto)
+	setOr(h, in.Header, "X-Forwarded-Proto", f.values[valueForwardedProto:], ex.handler.forwardedProto)
 
 	if user := p.Upstream.User; user != nil {
 		pass, _ := user.Password()
@@ -137,16 +156,16 @@ func rewrite(pr *httputil.ProxyRequest) {
 	for k, v := range p.Inject {
 		h[k] = v
 	}
-	h.Set(headerRequestID, ex.rec.RequestID)
+	setValue(h, headerRequestID, f.values[valueRequestID:], ex.rec.RequestID)
 }
 
 // setOr keeps the client's value of an X-Forwarded header, else sets ours.
-func setOr(out, in http.Header, key, value string) {
+func setOr(out, in http.Header, key string, slot []string, value string) {
 	if v := in[key]; len(v) > 0 {
 		out[key] = v
 		return
 	}
-	out.Set(key, value)
+	setValue(out, key, slot, value)
 }
 
 // modifyResponse records the upstream's answer, drops the headers its

@@ -336,10 +336,11 @@ func (h *Handler) forwardUpstream(ex *exchange, p *runtime.Proxy) {
 	ex.timeout = time.AfterFunc(p.Timeout, func() { cancel(errUpstreamTimeout) })
 	ex.timeoutLeft = p.Timeout
 	defer ex.timeout.Stop()
-	ctx = context.WithValue(ctx, exchangeKey{}, ex)
+	f := &forwarding{ctx: exchangeContext{Context: ctx, ex: ex}}
+	ex.forwarding = f
 	// GotConn tells modifyResponse which connection answered.
-	ex.trace.GotConn = ex.gotConn
-	ctx = withHTTP1Only(httptrace.WithClientTrace(ctx, &ex.trace), ex.req.Header)
+	f.trace.GotConn = ex.gotConn
+	ctx = withHTTP1Only(httptrace.WithClientTrace(&f.ctx, &f.trace), ex.req.Header)
 	ex.upstreamStart = time.Now()
 	ex.rec.UpstreamContacted = true // from here a connection is attempted
 	out := ex.req.WithContext(ctx)

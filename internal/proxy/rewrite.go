@@ -115,8 +115,8 @@ type rewriter struct {
 	own       *url.URL // Doppel's address, path ending in "/"
 }
 
-func newRewriter(p *runtime.Proxy, own *url.URL) *rewriter {
-	return &rewriter{authority: p.Authority, short: len(p.Upstream.Hostname()), base: p.BasePath, own: own}
+func newRewriter(p *runtime.Proxy, own *url.URL) rewriter {
+	return rewriter{authority: p.Authority, short: len(p.Upstream.Hostname()), base: p.BasePath, own: own}
 }
 
 // authorityOf is runtime.Authority: the same comparison on both sides.
@@ -126,14 +126,20 @@ var authorityOf = runtime.Authority
 // what follows the base, under Doppel's own path; any other path on the
 // upstream's host keeps itself, under Doppel's own path.
 func (rw *rewriter) mapPath(p string) string {
+	return string(appendMappedPath(make([]byte, 0, len(rw.own.EscapedPath())+len(p)), rw, p))
+}
+
+// appendMappedPath appends what mapPath makes of p: the body's rewrite
+// writes it straight into the new body, with no string made on the way.
+func appendMappedPath[P string | []byte](dst []byte, rw *rewriter, p P) []byte {
 	ownPath := rw.own.EscapedPath()
-	switch {
-	case strings.HasPrefix(p, rw.base):
-		return ownPath + p[len(rw.base):]
-	case p+"/" == rw.base:
-		return strings.TrimSuffix(ownPath, "/")
+	switch n := len(rw.base); {
+	case len(p) >= n && string(p[:n]) == rw.base:
+		return append(append(dst, ownPath...), p[n:]...)
+	case len(p)+1 == n && string(p) == rw.base[:n-1] && rw.base[n-1] == '/':
+		return append(dst, strings.TrimSuffix(ownPath, "/")...)
 	}
-	return strings.TrimSuffix(ownPath, "/") + p
+	return append(append(dst, strings.TrimSuffix(ownPath, "/")...), p...)
 }
 
 // location rewrites a Location value resolved against the upstream request
@@ -185,7 +191,7 @@ func (rw *rewriter) body(b []byte) ([]byte, bool) {
 		// Most absolute URLs name other hosts: a length check refuses them
 		// before anything is allocated.
 		if n := end - i; n == 0 || (n != len(rw.authority) && n != rw.short) ||
-			authorityOf(scheme, string(b[i:end])) != rw.authority {
+			!rw.names(scheme, b[i:end]) {
 			continue
 		}
 		pathEnd := end
@@ -199,13 +205,85 @@ func (rw *rewriter) body(b []byte) ([]byte, bool) {
 		out = append(out, rw.own.Scheme...)
 		out = append(out, "://"...)
 		out = append(out, rw.own.Host...)
-		out = append(out, rw.mapPath(string(b[end:pathEnd]))...)
+		out = appendMappedPath(out, rw, b[end:pathEnd])
 		last, i = pathEnd, pathEnd
 	}
 	if out == nil {
 		return b, false
 	}
 	return append(out, b[last:]...), true
+}
+
+// names reports whether hostport, found in a body after scheme://, is the
+// upstream's authority: authorityOf(scheme, hostport) == rw.authority, the
+// comparison the redirects make, but without a string made for the
+// hostports that cannot be it, or for the upstream's own written in full.
+// Either shortcut holds only for an authority of the plain host:port form
+// in ASCII; for any other (an IPv6 literal, say) the comparison is made.
+func (rw *rewriter) names(scheme string, hostport []byte) bool {
+	host, port, plain := plainAuthority(rw.authority)
+	if !plain {
+		return authorityOf(scheme, string(hostport)) == rw.authority
+	}
+	// Written in full, in any case: the host's case is all that differs,
+	// and the comparison lowers it.
+	if len(hostport) == len(rw.authority) && hostport[len(host)] == ':' &&
+		asciiEqualFold(hostport[:len(host)], host) && string(hostport[len(host)+1:]) == port {
+		return true
+	}
+	// The comparison's host is a part of hostport, lowered: without the
+	// host somewhere in it, in any case, hostport cannot match.
+	if !asciiContainsFold(hostport, host) {
+		return false
+	}
+	return authorityOf(scheme, string(hostport)) == rw.authority
+}
+
+// plainAuthority splits an authority of the form host:port, in ASCII, the
+// host in lower case and holding no colon or bracket; plain is false for
+// any other.
+func plainAuthority(a string) (host, port string, plain bool) {
+	i := strings.LastIndexByte(a, ':')
+	if i <= 0 || i == len(a)-1 {
+		return "", "", false
+	}
+	for j := 0; j < len(a); j++ {
+		c := a[j]
+		if c >= 0x80 || c >= 'A' && c <= 'Z' || j < i && (c == ':' || c == '[' || c == ']') {
+			return "", "", false
+		}
+	}
+	return a[:i], a[i+1:], true
+}
+
+// asciiEqualFold compares b and s, ASCII letters in either case.
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		if lowerASCII(b[i]) != lowerASCII(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiContainsFold reports whether b holds s, ASCII letters in either case.
+func asciiContainsFold(b []byte, s string) bool {
+	for i := 0; i+len(s) <= len(b); i++ {
+		if asciiEqualFold(b[i:i+len(s)], s) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // schemeBefore reads "http" or "https" (any case) ending at sep, not part of
@@ -268,7 +346,7 @@ func rewritable(h http.Header) bool {
 // digests of the old bytes; a larger one goes on wholly unmodified: the
 // buffered prefix as received, then the rest, streamed.
 func (rw *rewriter) rewriteBody(res *http.Response, limit int64) error {
-	buf, err := io.ReadAll(io.LimitReader(res.Body, limit+1))
+	buf, err := readPrefix(res.Body, limit+1, res.ContentLength)
 	if err != nil {
 		return err
 	}
@@ -278,7 +356,9 @@ func (rw *rewriter) rewriteBody(res *http.Response, limit int64) error {
 	}
 	_ = res.Body.Close()
 	out, changed := rw.body(buf)
-	res.Body = io.NopCloser(bytes.NewReader(out))
+	body := &bufferedBody{}
+	body.Reset(out)
+	res.Body = body
 	if !changed {
 		return nil
 	}
@@ -290,6 +370,38 @@ func (rw *rewriter) rewriteBody(res *http.Response, limit int64) error {
 	res.Header.Del("Transfer-Encoding")
 	return nil
 }
+
+// readPrefix is io.ReadAll(io.LimitReader(r, n)): r to its end, or its
+// first n bytes. A body whose length is known (size, -1 when not) is read
+// into one buffer of that length and a byte more, room for the read that
+// finds the end, where io.ReadAll would grow its buffer from 512 bytes.
+func readPrefix(r io.Reader, n, size int64) ([]byte, error) {
+	c := int64(512)
+	if size >= 0 && size < n {
+		c = size + 1
+	}
+	b := make([]byte, 0, max(0, min(c, n)))
+	for int64(len(b)) < n {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		m, err := r.Read(b[len(b):min(int64(cap(b)), n)])
+		b = b[:len(b)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// bufferedBody is a buffered answer's body: one allocation, where
+// io.NopCloser over a bytes.Reader would be two.
+type bufferedBody struct{ bytes.Reader }
+
+func (*bufferedBody) Close() error { return nil }
 
 type readCloser struct {
 	io.Reader

@@ -3,13 +3,17 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/doppelproxy/doppel/internal/config"
 	"github.com/doppelproxy/doppel/internal/runtime"
@@ -258,6 +262,118 @@ func BenchmarkRewriteBody(b *testing.B) {
 	for b.Loop() {
 		if _, changed := rw.body(src); !changed {
 			b.Fatal("nothing rewritten")
+		}
+	}
+}
+
+// BenchmarkRewriteJSON is what reading a small JSON answer for the
+// upstream's address costs, as every JSON answer is read by default: one
+// that names no such address and goes on as it came, and one that names
+// it once and goes on rewritten.
+//
+//	go test ./internal/proxy -run '^$' -bench RewriteJSON -benchmem
+func BenchmarkRewriteJSON(b *testing.B) {
+	upstream, _ := url.Parse("http://api.example.test:8080/v2/")
+	own, _ := url.Parse("http://127.0.0.1:9000/")
+	rw := &rewriter{authority: authorityOf("http", upstream.Host), short: len(upstream.Hostname()), base: "/v2/", own: own}
+	for _, c := range []struct {
+		name, body string
+		changed    bool
+	}{
+		{"unchanged", `{"id": 42, "name": "item 42", "tags": ["a", "b"], "next": "https://cdn.example.test/items/43", "price": 12.5}`, false},
+		{"rewritten", `{"id": 42, "name": "item 42", "tags": ["a", "b"], "next": "http://api.example.test:8080/v2/items/43", "price": 12.5}`, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			src := []byte(c.body)
+			body := &replayBody{}
+			res := &http.Response{Header: http.Header{"Content-Type": {"application/json"}, "Content-Length": {strconv.Itoa(len(src))}}}
+			b.SetBytes(int64(len(src)))
+			b.ReportAllocs()
+			for b.Loop() {
+				body.Reset(src)
+				res.Body, res.ContentLength = body, int64(len(src))
+				if err := rw.rewriteBody(res, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+				if changed := res.ContentLength != int64(len(src)); changed != c.changed {
+					b.Fatalf("changed: %v", changed)
+				}
+			}
+		})
+	}
+}
+
+// replayBody serves the same bytes again after each Reset, without an
+// allocation of its own in the measurement.
+type replayBody struct{ bytes.Reader }
+
+func (*replayBody) Close() error { return nil }
+
+// TestNamesIsTheComparison holds the body's shortcut to the comparison
+// the redirects make, for hostports that are, nearly are, and are not the
+// upstream's authority.
+func TestNamesIsTheComparison(t *testing.T) {
+	for _, authority := range []string{"api.example.test:8080", "api.example.test:80", "127.0.0.1:443", "[::1]:8080", "x:1"} {
+		host := authority[:strings.LastIndexByte(authority, ':')]
+		hostports := []string{
+			authority, strings.ToUpper(authority), host, strings.ToUpper(host), strings.Trim(host, "[]"),
+			"[" + host + "]", "[" + host + "]:8080", host + ":", host + ":08080", host + ":8081",
+			"cdn." + authority, "a" + host, host + "a", "api.example.tesT:8080", "API.EXAMPLE.TEST",
+			"", ":", "[]", "]" + host, host + "]:8080", "x:1", "X:1", "x", "[x]:1",
+		}
+		for _, scheme := range []string{"http", "https"} {
+			rw := &rewriter{authority: authority}
+			for _, hp := range hostports {
+				if got, want := rw.names(scheme, []byte(hp)), authorityOf(scheme, hp) == authority; got != want {
+					t.Errorf("authority %s, %s://%s: names says %v, the comparison %v", authority, scheme, hp, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzNames(f *testing.F) {
+	f.Add("api.example.test:8080", "API.example.test:8080", true)
+	f.Add("api.example.test:80", "api.example.test", false)
+	f.Add("[::1]:8080", "[::1]:8080", true)
+	f.Fuzz(func(t *testing.T, upstream, hostport string, https bool) {
+		scheme := "http"
+		if https {
+			scheme = "https"
+		}
+		for i := 0; i < len(hostport); i++ {
+			if !isAuthorityByte(hostport[i]) {
+				return // the body's scan reads no other byte into a hostport
+			}
+		}
+		rw := &rewriter{authority: authorityOf(scheme, upstream)}
+		if got, want := rw.names(scheme, []byte(hostport)), authorityOf(scheme, hostport) == rw.authority; got != want {
+			t.Errorf("authority %q, %s://%s: names says %v, the comparison %v", rw.authority, scheme, hostport, got, want)
+		}
+	})
+}
+
+// TestReadPrefixIsReadAll holds readPrefix to what it stands in for, for
+// bodies shorter than, as long as and longer than their stated length and
+// the limit, read in small pieces, and failing part way.
+func TestReadPrefixIsReadAll(t *testing.T) {
+	broken := errors.New("broken")
+	for _, body := range []string{"", "a", strings.Repeat("x", 511), strings.Repeat("y", 512), strings.Repeat("z", 513), strings.Repeat("w", 3000)} {
+		for _, size := range []int64{-1, 0, 1, int64(len(body)) - 1, int64(len(body)), int64(len(body)) + 1, 5000} {
+			for _, n := range []int64{0, 1, 2, 512, 513, int64(len(body)), int64(len(body)) + 1, 1 << 20} {
+				for name, reader := range map[string]func() io.Reader{
+					"whole":    func() io.Reader { return strings.NewReader(body) },
+					"one byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(body)) },
+					"data+EOF": func() io.Reader { return iotest.DataErrReader(strings.NewReader(body)) },
+					"failing":  func() io.Reader { return io.MultiReader(strings.NewReader(body), iotest.ErrReader(broken)) },
+				} {
+					want, wantErr := io.ReadAll(io.LimitReader(reader(), n))
+					got, err := readPrefix(reader(), n, size)
+					if !errors.Is(err, wantErr) || !bytes.Equal(got, want) {
+						t.Fatalf("%s body of %d, size %d, n %d: %d bytes and %v, want %d and %v", name, len(body), size, n, len(got), err, len(want), wantErr)
+					}
+				}
+			}
 		}
 	}
 }
