@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/doppelproxy/doppel/internal/certs/certstest"
 )
 
 // An abort at body is one behaviour per protocol, whatever carries it:
@@ -166,8 +168,8 @@ func TestAnAbortAtBodyIsOneBehaviourPerProtocol(t *testing.T) {
 	clear := serveConfig(t, t.TempDir(), 0, 0, abortProxies(up))
 	_, clearAddr := serveUp(t, clear, nil)
 	dir := t.TempDir()
-	ca, leaf := testPKI(t)
-	certFile, keyFile := writeFile(t, dir, "cert.pem", string(leaf.certPEM)), writeFile(t, dir, "key.pem", string(leaf.keyPEM))
+	ca, leaf := certstest.PKI(t)
+	certFile, keyFile := leaf.Files(t, dir)
 	secure := tlsConfig(t, dir, fmt.Sprintf("{cert: %q, key: %q}", certFile, keyFile), abortProxies(up))
 	_, tlsAddr := serveUp(t, secure, nil)
 	dial := func(t *testing.T, overTLS bool, proto string) net.Conn {
@@ -179,7 +181,7 @@ func TestAnAbortAtBodyIsOneBehaviourPerProtocol(t *testing.T) {
 			}
 			return c
 		}
-		c, err := tls.Dial("tcp", tlsAddr, &tls.Config{RootCAs: ca.pool(), NextProtos: []string{proto}})
+		c, err := tls.Dial("tcp", tlsAddr, &tls.Config{RootCAs: ca.Pool(), NextProtos: []string{proto}})
 		if err != nil {
 			t.Fatal(err)
 		}

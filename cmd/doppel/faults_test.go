@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/testutil/procmem"
 )
 
 // wire is what a raw client read of one answer: every byte until the
@@ -418,7 +418,7 @@ func holdHangs(tb testing.TB, n int, path string, logged func(map[string]any) bo
 	p, addr := serveUp(tb, cfg, nil, "--admin-addr", "127.0.0.1:0")
 	admin := adminAddrOf(tb, p)
 	before := goroutines(tb, admin)
-	rssBefore = rssOf(tb, p.cmd.Process.Pid)
+	rssBefore = procmem.MustResident(tb, p.cmd.Process.Pid)
 	conns := make([]net.Conn, 0, n)
 	defer func() {
 		for _, c := range conns {
@@ -455,7 +455,7 @@ func holdHangs(tb testing.TB, n int, path string, logged func(map[string]any) bo
 		time.Sleep(50 * time.Millisecond)
 	}
 	during := goroutines(tb, admin)
-	rss := rssOf(tb, p.cmd.Process.Pid)
+	rss := procmem.MustResident(tb, p.cmd.Process.Pid)
 	perHang = float64(rss-rssBefore) / float64(n)
 	tb.Logf("%d requests to %s held: %d goroutines (from %d), RSS %.1f MiB (from %.1f): %.1f KiB each",
 		n, path, during, before, float64(rss)/(1<<20), float64(rssBefore)/(1<<20), perHang/1024)
@@ -489,25 +489,6 @@ func holdHangs(tb testing.TB, n int, path string, logged func(map[string]any) bo
 		tb.Errorf("%d of %d requests to %s logged as expected", left, n, path)
 	}
 	return perHang, rssBefore
-}
-
-// rssOf is a process's resident memory in bytes.
-func rssOf(t testing.TB, pid int) int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
 }
 
 // checkFaultsExample holds examples/faults.yaml to its comments: each

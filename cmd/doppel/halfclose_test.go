@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/certs/certstest"
 )
 
 // A client that sent its FIN while its latency was waited: a half-closed
@@ -120,15 +122,15 @@ func TestAHalfClosedClientIsAnsweredAfterTheLatency(t *testing.T) {
 func TestAHalfClosedTLSClientIsAnsweredAfterTheLatency(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca, leaf := testPKI(t)
-	certFile, keyFile := writeFile(t, dir, "cert.pem", string(leaf.certPEM)), writeFile(t, dir, "key.pem", string(leaf.keyPEM))
+	ca, leaf := certstest.PKI(t)
+	certFile, keyFile := leaf.Files(t, dir)
 	cfg := tlsConfig(t, dir, fmt.Sprintf("{cert: %q, key: %q}", certFile, keyFile), finProxies)
 	p, addr := serveUp(t, cfg, nil)
 	for _, r := range finRequests {
 		t.Run(r.name, func(t *testing.T) {
 			t.Parallel()
 			id := "tls-half-" + strings.ReplaceAll(r.name, " ", "-")
-			c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool(), NextProtos: []string{"http/1.1"}})
+			c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool(), NextProtos: []string{"http/1.1"}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,11 +10,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/testutil/procmem"
 )
 
 // adminUp starts doppel with cfg and returns it with its admin address.
@@ -115,27 +116,6 @@ func TestAdminHostileClients(t *testing.T) {
 	})
 }
 
-// peakRSS is VmHWM of pid, in bytes.
-func peakRSS(t testing.TB, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			f := strings.Fields(rest) // "12345 kB"
-			kb, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil || len(f) != 2 || f[1] != "kB" {
-				t.Fatalf("cannot read %q", l)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmHWM in /proc/%d/status", pid)
-	return 0
-}
-
 // genBody is size bytes generated on the fly.
 type genBody struct{ left int64 }
 
@@ -160,9 +140,7 @@ func TestHugeBodiesStreamWithBoundedMemory(t *testing.T) {
 	t.Parallel()
 	const size = 512 << 20
 	const limit = 150 << 20
-	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("needs /proc")
-	}
+	procmem.Need(t)
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			n, err := io.Copy(io.Discard, r.Body)
@@ -180,7 +158,7 @@ func TestHugeBodiesStreamWithBoundedMemory(t *testing.T) {
 	cfg := serveConfig(t, t.TempDir(), 0, 0, "proxies:\n"+proxyYAML("api", up.URL, "")+"    timeout: 300\n")
 	p, addr := serveUp(t, cfg, nil)
 	pid := p.cmd.Process.Pid
-	before := peakRSS(t, pid)
+	before := procmem.MustPeak(t, pid)
 	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{Proxy: nil}}
 
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/up", &genBody{left: size})
@@ -194,7 +172,7 @@ func TestHugeBodiesStreamWithBoundedMemory(t *testing.T) {
 	if res.StatusCode != 200 || string(body) != strconv.Itoa(size) {
 		t.Fatalf("upload: status %d, the upstream counted %q bytes, want %d", res.StatusCode, body, size)
 	}
-	afterUp := peakRSS(t, pid)
+	afterUp := procmem.MustPeak(t, pid)
 
 	res, err = client.Get("http://" + addr + "/down")
 	if err != nil {
@@ -205,7 +183,7 @@ func TestHugeBodiesStreamWithBoundedMemory(t *testing.T) {
 	if err != nil || res.StatusCode != 200 || n != size {
 		t.Fatalf("download: status %d, %d bytes (%v), want %d", res.StatusCode, n, err, size)
 	}
-	peak := peakRSS(t, pid)
+	peak := procmem.MustPeak(t, pid)
 	t.Logf("peak RSS: %.1f MiB at start, %.1f MiB after 512 MiB up, %.1f MiB after 512 MiB down",
 		float64(before)/(1<<20), float64(afterUp)/(1<<20), float64(peak)/(1<<20))
 	if peak >= limit {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/testutil/procmem"
 )
 
 // journalPage is a GET /api/v1/requests answer, as read by these tests.
@@ -241,7 +243,7 @@ func hugeHeaders(tb testing.TB, n int) (rss, before int64) {
 `)
 	p, addr := serveUp(tb, cfg, nil)
 	pid := p.cmd.Process.Pid
-	before = rssOf(tb, pid)
+	before = procmem.MustResident(tb, pid)
 	pads := make([]string, 9)
 	for i := range pads {
 		pads[i] = strings.Repeat(string(rune('a'+i)), 100_000)
@@ -275,7 +277,7 @@ func hugeHeaders(tb testing.TB, n int) (rss, before int64) {
 	for err := range errs {
 		tb.Fatalf("a request with 900 KB of headers: %v\n%s", err, p)
 	}
-	return rssOf(tb, pid), before
+	return procmem.MustResident(tb, pid), before
 }
 
 // TestHugeHeadersLeaveTheJournalSmall: 600 requests carrying 900 KB of
@@ -340,14 +342,14 @@ func fullJournalReads(tb testing.TB) (peak, before int64, answer int64) {
 	for range 3500 {
 		get("http://"+addr+"/n", "X-Pad", pad)
 	}
-	before = peakRSS(tb, pid)
+	before = procmem.MustPeak(tb, pid)
 	var wg sync.WaitGroup
 	sizes := make([]int64, 20)
 	for i := range sizes {
 		wg.Go(func() { sizes[i] = get(admin + "/api/v1/requests?limit=10000") })
 	}
 	wg.Wait()
-	return peakRSS(tb, pid), before, sizes[0]
+	return procmem.MustPeak(tb, pid), before, sizes[0]
 }
 
 // TestConcurrentReadsOfAFullJournalStream: 20 reads at once of a full

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/testutil/procmem"
 )
 
 const (
@@ -145,7 +147,7 @@ func guardRSS(t *testing.T, p *os.Process) (stop func()) {
 				return
 			case <-time.After(2 * time.Millisecond):
 			}
-			if rss := currentRSS(p.Pid); rss > rssGuard {
+			if rss, _ := procmem.Resident(p.Pid); rss > rssGuard {
 				_ = p.Kill()
 				t.Errorf("pid %d reached %d MiB of resident memory and was killed", p.Pid, rss>>20)
 				return
@@ -155,30 +157,12 @@ func guardRSS(t *testing.T, p *os.Process) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// currentRSS is VmRSS of pid in bytes, 0 once it is gone.
-func currentRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscan(rest, &kb)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
 // TestDeepDocumentsAreRefusedWithBoundedMemory: `config validate` and
 // `serve` refuse each deep shape with the bound and its line, in under
 // 100 MiB.
 func TestDeepDocumentsAreRefusedWithBoundedMemory(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("needs /proc")
-	}
+	procmem.Need(t)
 	for _, sh := range deepShapes {
 		t.Run(sh.name, func(t *testing.T) {
 			t.Parallel()
@@ -219,9 +203,7 @@ func TestDeepDocumentsAreRefusedWithBoundedMemory(t *testing.T) {
 // at once, with its peak RSS under 100 MiB.
 func TestDeepAdminBodiesAreRefusedWithBoundedMemory(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("needs /proc")
-	}
+	procmem.Need(t)
 	cfg := serveConfig(t, t.TempDir(), 0, 0, "")
 	p := startProc(t, invocation{
 		args: []string{"serve", "--config", cfg, "--proxy-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"},
@@ -233,7 +215,7 @@ func TestDeepAdminBodiesAreRefusedWithBoundedMemory(t *testing.T) {
 	}), "admin_addr")
 	stop := guardRSS(t, p.cmd.Process)
 	defer stop()
-	before := peakRSS(t, p.cmd.Process.Pid)
+	before := procmem.MustPeak(t, p.cmd.Process.Pid)
 
 	post := func(body string) (int, string) {
 		req, _ := http.NewRequest("POST", "http://"+addr+"/api/v1/proxies", strings.NewReader(body))
@@ -277,7 +259,7 @@ func TestDeepAdminBodiesAreRefusedWithBoundedMemory(t *testing.T) {
 	}
 	wg.Wait()
 
-	peak := peakRSS(t, p.cmd.Process.Pid)
+	peak := procmem.MustPeak(t, p.cmd.Process.Pid)
 	t.Logf("peak RSS: %.1f MiB serving, %.1f MiB after the deep bodies", float64(before)/(1<<20), float64(peak)/(1<<20))
 	if peak >= nestingRSS {
 		t.Errorf("peak RSS %.1f MiB, want under 100 MiB", float64(peak)/(1<<20))

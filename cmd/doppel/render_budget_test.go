@@ -7,12 +7,13 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/testutil/procmem"
 )
 
 // renderBudgetProxies answer /big?n=N with N bytes rendered by the
@@ -43,9 +44,7 @@ const renderBudgetProxies = `proxies:
 // like any other, then the burst is sent again, up to five times in all.
 func TestRenderBudgetBoundsConcurrentRenders(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("needs /proc")
-	}
+	procmem.Need(t)
 	const (
 		size     = 16_000_000
 		requests = 40
@@ -54,12 +53,12 @@ func TestRenderBudgetBoundsConcurrentRenders(t *testing.T) {
 	cfg := serveConfig(t, t.TempDir(), 0, 0, renderBudgetProxies)
 	p, addr := serveUp(t, cfg, map[string]string{"DOPPEL_RENDER_BUDGET": "48MiB"})
 	pid := p.cmd.Process.Pid
-	before := peakRSS(t, pid)
+	before := procmem.MustPeak(t, pid)
 
 	var refused []string // request ids
 	for burst := 1; burst <= 5; burst++ {
 		ok, no := renderBurst(t, addr, requests, size)
-		peak := peakRSS(t, pid)
+		peak := procmem.MustPeak(t, pid)
 		t.Logf("burst %d: %d answered, %d refused; peak RSS %.1f MiB at start, %.1f MiB since",
 			burst, ok, len(no), float64(before)/(1<<20), float64(peak)/(1<<20))
 		if peak >= limit {
@@ -164,14 +163,12 @@ const renderValueProxies = `proxies:
 // Jinja2 renders them.
 func TestRenderValuesCountAgainstTheBudget(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("needs /proc")
-	}
+	procmem.Need(t)
 	const limit = 200 << 20
 	cfg := serveConfig(t, t.TempDir(), 0, 0, renderValueProxies)
 	p, addr := serveUp(t, cfg, nil)
 	pid := p.cmd.Process.Pid
-	before := peakRSS(t, pid)
+	before := procmem.MustPeak(t, pid)
 
 	q := strings.Repeat("x", 900_000)
 	type answer struct {
@@ -204,7 +201,7 @@ func TestRenderValuesCountAgainstTheBudget(t *testing.T) {
 			t.Errorf("GET %s with a 900 KB query: status %d: %.300s; want 500 TEMPLATE_RENDER_ERROR saying %q", a.path, a.r.status, a.r.body, want[a.path])
 		}
 	}
-	peak := peakRSS(t, pid)
+	peak := procmem.MustPeak(t, pid)
 	t.Logf("peak RSS %.1f MiB at start, %.1f MiB after eight renders of 900 KB queries", float64(before)/(1<<20), float64(peak)/(1<<20))
 	if peak >= limit {
 		t.Errorf("peak RSS %.1f MiB, want under %d MiB", float64(peak)/(1<<20), limit>>20)

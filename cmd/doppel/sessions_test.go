@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/testutil/procmem"
 )
 
 // TestSessionsChooseTheirOwnFaults: two suites share one Doppel; each
@@ -303,7 +305,7 @@ func TestSessionsAreBoundedInSize(t *testing.T) {
 			t.Fatalf("a 900 KB overlay: %d %s", status, body)
 		}
 	}
-	refusedPeak := peakRSS(t, s.p.cmd.Process.Pid)
+	refusedPeak := procmem.MustPeak(t, s.p.cmd.Process.Pid)
 	t.Logf("300 overlays of 900 KB refused: peak RSS %d MiB", refusedPeak>>20)
 	if refusedPeak > 400<<20 {
 		t.Errorf("peak RSS %d MiB after refusing 300 overlays of 900 KB, want under 400 MiB", refusedPeak>>20)
@@ -324,7 +326,7 @@ func TestSessionsAreBoundedInSize(t *testing.T) {
 		t.Errorf("%d sessions accepted and %d refused; about %d fit in 64 MiB", accepted, refused, want)
 	}
 	// What 64 MiB of overlays cost, compiled and kept: a generous bound.
-	peak := peakRSS(t, s.p.cmd.Process.Pid)
+	peak := procmem.MustPeak(t, s.p.cmd.Process.Pid)
 	t.Logf("%d sessions of 250 KB live, %d refused: peak RSS %d MiB", accepted, refused, peak>>20)
 	if peak > 800<<20 {
 		t.Errorf("peak RSS %d MiB with 64 MiB of overlays live, want under 800 MiB", peak>>20)

@@ -3,20 +3,15 @@ package main
 // TLS on the proxy listener (SPEC §17.7), through the binary: a pair of
 // files, read again when they change; refused input; a certificate under
 // Doppel's own CA, kept across restarts; and upstreams over https
-// speaking HTTP/2. Test certificates are made here with crypto/*.
+// speaking HTTP/2. Test certificates come from certstest.
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,76 +23,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/certs/certstest"
 )
-
-// testCert is a certificate made for a test, PEM-encoded, with its key.
-type testCert struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	certPEM []byte
-	keyPEM  []byte
-}
-
-// makeCert makes a CA when parent is nil, else a certificate for
-// 127.0.0.1 and localhost signed by parent, valid from notBefore to
-// notAfter.
-func makeCert(t testing.TB, parent *testCert, notBefore, notAfter time.Time) *testCert {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "doppel test"},
-		NotBefore:    notBefore,
-		NotAfter:     notAfter,
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	signer, signerKey := tpl, key
-	if parent == nil {
-		tpl.Subject.CommonName, tpl.DNSNames, tpl.IPAddresses = "doppel test CA", nil, nil
-		tpl.IsCA, tpl.BasicConstraintsValid = true, true
-		tpl.KeyUsage |= x509.KeyUsageCertSign
-	} else {
-		signer, signerKey = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, signer, key.Public(), signerKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCert{cert: cert, key: key,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk})}
-}
-
-// testPKI is a CA and a certificate under it, valid now.
-func testPKI(t testing.TB) (ca, leaf *testCert) {
-	now := time.Now()
-	ca = makeCert(t, nil, now.Add(-time.Hour), now.Add(48*time.Hour))
-	return ca, makeCert(t, ca, now.Add(-time.Hour), now.Add(24*time.Hour))
-}
-
-func (c *testCert) pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(c.cert)
-	return p
-}
 
 // tlsConfig writes serveConfig's document with tls under server.
 func tlsConfig(t testing.TB, dir, tls, body string) string {
@@ -158,8 +86,8 @@ func (s *seen) get(path string) string {
 func TestTLSCertAndKey(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca, leaf := testPKI(t)
-	certFile, keyFile := writeFile(t, dir, "cert.pem", string(leaf.certPEM)), writeFile(t, dir, "key.pem", string(leaf.keyPEM))
+	ca, leaf := certstest.PKI(t)
+	certFile, keyFile := leaf.Files(t, dir)
 	s := &seen{proto: map[string]string{}}
 	up := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -183,7 +111,7 @@ func TestTLSCertAndKey(t *testing.T) {
 	})
 	base := "https://" + addr
 
-	res, err := httpsClient(ca.pool(), false).Get(base + "/h2")
+	res, err := httpsClient(ca.Pool(), false).Get(base + "/h2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +123,7 @@ func TestTLSCertAndKey(t *testing.T) {
 		t.Errorf("over HTTP/2 the upstream saw X-Forwarded-Proto %q", got)
 	}
 
-	h1 := httpsClient(ca.pool(), true)
+	h1 := httpsClient(ca.Pool(), true)
 	res, err = h1.Get(base + "/go")
 	if err != nil {
 		t.Fatal(err)
@@ -271,41 +199,41 @@ func TestTLSCertAndKey(t *testing.T) {
 func TestTLSReload(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca, first := testPKI(t)
-	certFile, keyFile := writeFile(t, dir, "cert.pem", string(first.certPEM)), writeFile(t, dir, "key.pem", string(first.keyPEM))
+	ca, first := certstest.PKI(t)
+	certFile, keyFile := first.Files(t, dir)
 	cfg := tlsConfig(t, dir, fmt.Sprintf("{cert: %q, key: %q}", certFile, keyFile), "")
 	p, addr := serveUp(t, cfg, nil)
 	serial := func() string {
-		c, err := presented(addr, "127.0.0.1", ca.pool())
+		c, err := presented(addr, "127.0.0.1", ca.Pool())
 		if err != nil {
 			t.Fatalf("handshake: %v\n%s", err, p)
 		}
 		return c.SerialNumber.String()
 	}
-	if got := serial(); got != first.cert.SerialNumber.String() {
-		t.Fatalf("serving %s, want the first certificate %s", got, first.cert.SerialNumber)
+	if got := serial(); got != first.Cert.SerialNumber.String() {
+		t.Fatalf("serving %s, want the first certificate %s", got, first.Cert.SerialNumber)
 	}
 
-	second := makeCert(t, ca, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	second := certstest.Issue(t, ca, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
 	// Written as tools do: new files renamed over the old ones.
 	for _, f := range []struct {
 		path string
 		b    []byte
-	}{{keyFile, second.keyPEM}, {certFile, second.certPEM}} {
+	}{{keyFile, second.KeyPEM}, {certFile, second.CertPEM}} {
 		tmp := writeFile(t, dir, filepath.Base(f.path)+".tmp", string(f.b))
 		if err := os.Rename(tmp, f.path); err != nil {
 			t.Fatal(err)
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for serial() != second.cert.SerialNumber.String() {
+	for serial() != second.Cert.SerialNumber.String() {
 		if time.Now().After(deadline) {
 			t.Fatalf("the new certificate is not presented 5 s after the files changed:\n%s", p)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	p.waitLine("the reload line", startTimeout, func(l string) bool {
-		return strings.Contains(lineMsg(l), "new handshakes present it") && lineField(l, "serial") == fmt.Sprintf("%x", second.cert.SerialNumber)
+		return strings.Contains(lineMsg(l), "new handshakes present it") && lineField(l, "serial") == fmt.Sprintf("%x", second.Cert.SerialNumber)
 	})
 
 	// In place this time, and broken.
@@ -315,8 +243,8 @@ func TestTLSReload(t *testing.T) {
 	p.waitLine("the refusal", startTimeout, func(l string) bool {
 		return strings.Contains(lineMsg(l), certFile+": is not PEM") && strings.Contains(lineMsg(l), "the previous one stays in force")
 	})
-	if got := serial(); got != second.cert.SerialNumber.String() {
-		t.Errorf("after a broken replacement the listener presents %s, want %s", got, second.cert.SerialNumber)
+	if got := serial(); got != second.Cert.SerialNumber.String() {
+		t.Errorf("after a broken replacement the listener presents %s, want %s", got, second.Cert.SerialNumber)
 	}
 	if p.hasExited() {
 		t.Fatalf("doppel exited:\n%s", p)
@@ -328,19 +256,19 @@ func TestTLSReload(t *testing.T) {
 // with exit 1 and a message naming the file.
 func TestTLSRefusesBadInput(t *testing.T) {
 	t.Parallel()
-	ca, leaf := testPKI(t)
-	_, other := testPKI(t)
-	expired := makeCert(t, ca, time.Now().Add(-72*time.Hour), time.Now().Add(-24*time.Hour))
+	ca, leaf := certstest.PKI(t)
+	_, other := certstest.PKI(t)
+	expired := certstest.Issue(t, ca, time.Now().Add(-72*time.Hour), time.Now().Add(-24*time.Hour))
 	for _, c := range []struct {
 		name      string
 		cert, key []byte // nil: the file is missing
 		blame     string // cert or key
 		says      string
 	}{
-		{"mismatched key", leaf.certPEM, other.keyPEM, "key", "the key does not match the certificate in"},
-		{"missing file", leaf.certPEM, nil, "key", "cannot be read: no such file or directory"},
-		{"not PEM", []byte("this is not PEM\n"), leaf.keyPEM, "cert", "is not PEM"},
-		{"expired", expired.certPEM, expired.keyPEM, "cert", "the certificate expired on " + expired.cert.NotAfter.UTC().Format("2006-01-02")},
+		{"mismatched key", leaf.CertPEM, other.KeyPEM, "key", "the key does not match the certificate in"},
+		{"missing file", leaf.CertPEM, nil, "key", "cannot be read: no such file or directory"},
+		{"not PEM", []byte("this is not PEM\n"), leaf.KeyPEM, "cert", "is not PEM"},
+		{"expired", expired.CertPEM, expired.KeyPEM, "cert", "the certificate expired on " + expired.Cert.NotAfter.UTC().Format("2006-01-02")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/certs/certstest"
 )
 
 func read(t *testing.T, path string) string {
@@ -210,9 +212,9 @@ func TestAutoClosesWhatIsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	old := issue(t, nil, now.Add(-time.Hour), now.Add(5*365*24*time.Hour))
-	write(t, state, caCertFile, old.certPEM)
-	write(t, state, caKeyFile, old.keyPEM)
+	old := certstest.Issue(t, nil, now.Add(-time.Hour), now.Add(5*365*24*time.Hour))
+	write(t, state, caCertFile, old.CertPEM)
+	write(t, state, caKeyFile, old.KeyPEM)
 	if err := os.Chmod(filepath.Join(state, caKeyFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +243,7 @@ func TestAutoClosesWhatIsOpen(t *testing.T) {
 		t.Errorf("the log says what did not happen:\n%s", got)
 	}
 	verify(t, caFile, src.Certificate(), "localhost")
-	if read(t, filepath.Join(state, caCertFile)) == string(old.certPEM) {
+	if read(t, filepath.Join(state, caCertFile)) == string(old.CertPEM) {
 		t.Error("the unconstrained CA was kept")
 	}
 }

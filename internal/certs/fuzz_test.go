@@ -6,16 +6,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/certs/certstest"
 )
 
 // FuzzParsePair: any two files are refused with an error naming one of
 // them, or read into a certificate whose key is its leaf's, valid at the
 // time given. Never a panic.
 func FuzzParsePair(f *testing.F) {
-	ca, leaf := fresh(f)
-	f.Add(leaf.certPEM, leaf.keyPEM)
-	f.Add(append(bytes.Clone(leaf.certPEM), ca.certPEM...), ca.keyPEM)
-	f.Add(leaf.keyPEM, leaf.certPEM)
+	ca, leaf := certstest.PKI(f)
+	f.Add(leaf.CertPEM, leaf.KeyPEM)
+	f.Add(append(bytes.Clone(leaf.CertPEM), ca.CertPEM...), ca.KeyPEM)
+	f.Add(leaf.KeyPEM, leaf.CertPEM)
 	f.Add([]byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"), []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"))
 	f.Add([]byte("-----BEGIN X-----\nProc-Type: 4,ENCRYPTED\n\nAA==\n-----END X-----\n"), rsaKeyPEM(f))
 	now := time.Now()

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/certs/certstest"
 )
 
 // TestLoadPairRefusesBadInput: each mistake is refused with the file it
@@ -19,11 +21,11 @@ import (
 func TestLoadPairRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca, leaf := fresh(t)
-	_, other := fresh(t)
+	ca, leaf := certstest.PKI(t)
+	_, other := certstest.PKI(t)
 	now := time.Now()
-	expired := issue(t, ca, now.Add(-48*time.Hour), now.Add(-time.Hour))
-	early := issue(t, ca, now.Add(time.Hour), now.Add(48*time.Hour))
+	expired := certstest.Issue(t, ca, now.Add(-48*time.Hour), now.Add(-time.Hour))
+	early := certstest.Issue(t, ca, now.Add(time.Hour), now.Add(48*time.Hour))
 	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	ecDER, _ := x509.MarshalECPrivateKey(ecKey)
 	big := bytes.Repeat([]byte("#"), MaxFileSize+1)
@@ -35,22 +37,22 @@ func TestLoadPairRefusesBadInput(t *testing.T) {
 		blame     string // "cert" or "key": the file the message must name first
 		says      string
 	}{
-		{"mismatched key", leaf.certPEM, other.keyPEM, "key", "the key does not match the certificate in"},
-		{"the CA's key", append(bytes.Clone(leaf.certPEM), ca.certPEM...), ca.keyPEM, "key", "the key is that of certificate 2"},
-		{"not PEM", []byte("hello, I am not a certificate\n"), leaf.keyPEM, "cert", "is not PEM: no -----BEGIN block"},
-		{"DER", leaf.cert.Raw, leaf.keyPEM, "cert", "is not PEM"},
-		{"broken PEM", []byte("-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n"), leaf.keyPEM, "cert", "is not valid PEM"},
-		{"swapped", leaf.keyPEM, leaf.certPEM, "cert", "holds no CERTIFICATE block, only PRIVATE KEY; is it the key?"},
-		{"key beside the certificate", append(bytes.Clone(leaf.certPEM), leaf.keyPEM...), leaf.keyPEM, "cert", "holds a private key (PRIVATE KEY) beside the certificates"},
-		{"key file holds a certificate", leaf.certPEM, ca.certPEM, "key", "holds no private key, only CERTIFICATE; is it the certificate?"},
-		{"bad certificate bytes", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{1, 2, 3}}), leaf.keyPEM, "cert", "certificate 1 cannot be parsed"},
-		{"bad key bytes", leaf.certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1, 2, 3}}), "key", "the PRIVATE KEY cannot be parsed"},
-		{"encrypted key", leaf.certPEM, encrypted, "key", "the private key is encrypted"},
-		{"two keys", leaf.certPEM, append(bytes.Clone(leaf.keyPEM), other.keyPEM...), "key", "more than one private key"},
-		{"expired", expired.certPEM, expired.keyPEM, "cert", "the certificate expired on " + expired.cert.NotAfter.UTC().Format(timeFormat)},
-		{"not yet valid", early.certPEM, early.keyPEM, "cert", "the certificate is not valid until"},
-		{"too big", big, leaf.keyPEM, "cert", "a certificate or key file is at most 1048576"},
-		{"empty", nil, leaf.keyPEM, "cert", "is not PEM"},
+		{"mismatched key", leaf.CertPEM, other.KeyPEM, "key", "the key does not match the certificate in"},
+		{"the CA's key", append(bytes.Clone(leaf.CertPEM), ca.CertPEM...), ca.KeyPEM, "key", "the key is that of certificate 2"},
+		{"not PEM", []byte("hello, I am not a certificate\n"), leaf.KeyPEM, "cert", "is not PEM: no -----BEGIN block"},
+		{"DER", leaf.Cert.Raw, leaf.KeyPEM, "cert", "is not PEM"},
+		{"broken PEM", []byte("-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n"), leaf.KeyPEM, "cert", "is not valid PEM"},
+		{"swapped", leaf.KeyPEM, leaf.CertPEM, "cert", "holds no CERTIFICATE block, only PRIVATE KEY; is it the key?"},
+		{"key beside the certificate", append(bytes.Clone(leaf.CertPEM), leaf.KeyPEM...), leaf.KeyPEM, "cert", "holds a private key (PRIVATE KEY) beside the certificates"},
+		{"key file holds a certificate", leaf.CertPEM, ca.CertPEM, "key", "holds no private key, only CERTIFICATE; is it the certificate?"},
+		{"bad certificate bytes", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte{1, 2, 3}}), leaf.KeyPEM, "cert", "certificate 1 cannot be parsed"},
+		{"bad key bytes", leaf.CertPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1, 2, 3}}), "key", "the PRIVATE KEY cannot be parsed"},
+		{"encrypted key", leaf.CertPEM, encrypted, "key", "the private key is encrypted"},
+		{"two keys", leaf.CertPEM, append(bytes.Clone(leaf.KeyPEM), other.KeyPEM...), "key", "more than one private key"},
+		{"expired", expired.CertPEM, expired.KeyPEM, "cert", "the certificate expired on " + expired.Cert.NotAfter.UTC().Format(timeFormat)},
+		{"not yet valid", early.CertPEM, early.KeyPEM, "cert", "the certificate is not valid until"},
+		{"too big", big, leaf.KeyPEM, "cert", "a certificate or key file is at most 1048576"},
+		{"empty", nil, leaf.KeyPEM, "cert", "is not PEM"},
 	} {
 		sub := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
 		if err := os.Mkdir(sub, 0o700); err != nil {
@@ -64,7 +66,7 @@ func TestLoadPairRefusesBadInput(t *testing.T) {
 		}
 	}
 
-	certFile := write(t, dir, "cert.pem", leaf.certPEM)
+	certFile := write(t, dir, "cert.pem", leaf.CertPEM)
 	missing := filepath.Join(dir, "nowhere.pem")
 	if _, err := LoadPair(certFile, missing, now); err == nil || err.Error() != missing+": cannot be read: no such file or directory" {
 		t.Errorf("a missing key: %v", err)
@@ -78,25 +80,25 @@ func TestLoadPairRefusesBadInput(t *testing.T) {
 // text around the blocks is allowed, and the chain keeps its order.
 func TestLoadPairAcceptsEveryKeyForm(t *testing.T) {
 	t.Parallel()
-	ca, leaf := fresh(t)
-	chain := append([]byte("subject=CN = localhost\n"), leaf.certPEM...)
-	chain = append(chain, ca.certPEM...)
-	got, err := ParsePair(chain, leaf.keyPEM, "c", "k", time.Now())
+	ca, leaf := certstest.PKI(t)
+	chain := append([]byte("subject=CN = localhost\n"), leaf.CertPEM...)
+	chain = append(chain, ca.CertPEM...)
+	got, err := ParsePair(chain, leaf.KeyPEM, "c", "k", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Certificate) != 2 || !bytes.Equal(got.Certificate[0], leaf.cert.Raw) || got.Leaf.SerialNumber.Cmp(leaf.cert.SerialNumber) != 0 {
+	if len(got.Certificate) != 2 || !bytes.Equal(got.Certificate[0], leaf.Cert.Raw) || got.Leaf.SerialNumber.Cmp(leaf.Cert.SerialNumber) != 0 {
 		t.Errorf("the chain: %d certificates, leaf %v", len(got.Certificate), got.Leaf.SerialNumber)
 	}
 
-	ecDER, _ := x509.MarshalECPrivateKey(leaf.key.(*ecdsa.PrivateKey))
+	ecDER, _ := x509.MarshalECPrivateKey(leaf.Key)
 	sec1 := append([]byte("-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n"),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: ecDER})...)
-	if _, err := ParsePair(leaf.certPEM, sec1, "c", "k", time.Now()); err != nil {
+	if _, err := ParsePair(leaf.CertPEM, sec1, "c", "k", time.Now()); err != nil {
 		t.Errorf("SEC 1 with parameters: %v", err)
 	}
 	// An RSA key of another certificate parses, and is refused as not its.
-	if _, err := ParsePair(leaf.certPEM, rsaKeyPEM(t), "c", "k", time.Now()); err == nil || !strings.Contains(err.Error(), "does not match") {
+	if _, err := ParsePair(leaf.CertPEM, rsaKeyPEM(t), "c", "k", time.Now()); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Errorf("PKCS #1: %v", err)
 	}
 }

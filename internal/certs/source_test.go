@@ -2,12 +2,13 @@ package certs
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doppelproxy/doppel/internal/certs/certstest"
 )
 
 // replace writes b to path the way tools do: a new file renamed over it.
@@ -40,8 +41,8 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 func TestWatchReloads(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca, first := fresh(t)
-	certFile, keyFile := write(t, dir, "cert.pem", first.certPEM), write(t, dir, "key.pem", first.keyPEM)
+	ca, first := certstest.PKI(t)
+	certFile, keyFile := first.Files(t, dir)
 	var log logs
 	src, err := Watch(certFile, keyFile, log.logger())
 	if err != nil {
@@ -49,21 +50,21 @@ func TestWatchReloads(t *testing.T) {
 	}
 	defer src.Close()
 	serial := func() string { return src.Certificate().Leaf.SerialNumber.String() }
-	if serial() != first.cert.SerialNumber.String() {
+	if serial() != first.Cert.SerialNumber.String() {
 		t.Fatalf("serving %s, want the first certificate", serial())
 	}
 
-	second := issue(t, ca, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
-	replace(t, keyFile, second.keyPEM)
-	replace(t, certFile, second.certPEM)
-	waitFor(t, "the reload", func() bool { return serial() == second.cert.SerialNumber.String() })
+	second := certstest.Issue(t, ca, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	replace(t, keyFile, second.KeyPEM)
+	replace(t, certFile, second.CertPEM)
+	waitFor(t, "the reload", func() bool { return serial() == second.Cert.SerialNumber.String() })
 	if !strings.Contains(log.String(), "new handshakes present it") {
 		t.Errorf("no line says it changed:\n%s", log.String())
 	}
 
 	replace(t, certFile, []byte("garbage\n"))
 	waitFor(t, "the refusal's line", func() bool { return strings.Contains(log.String(), certFile+": is not PEM") })
-	if serial() != second.cert.SerialNumber.String() {
+	if serial() != second.Cert.SerialNumber.String() {
 		t.Errorf("a broken replacement replaced the certificate in force")
 	}
 	// Something else in the directory changes: the same broken pair is
@@ -74,10 +75,10 @@ func TestWatchReloads(t *testing.T) {
 		t.Errorf("the broken pair was reported %d times:\n%s", n, log.String())
 	}
 
-	third := issue(t, ca, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
-	replace(t, keyFile, third.keyPEM)
-	replace(t, certFile, third.certPEM)
-	waitFor(t, "the repair", func() bool { return serial() == third.cert.SerialNumber.String() })
+	third := certstest.Issue(t, ca, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	replace(t, keyFile, third.KeyPEM)
+	replace(t, certFile, third.CertPEM)
+	waitFor(t, "the repair", func() bool { return serial() == third.Cert.SerialNumber.String() })
 
 	// Through a TLS listener: the handshake presents it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -95,24 +96,22 @@ func TestWatchReloads(t *testing.T) {
 			go func() { _, _ = c.Read(make([]byte, 1)); c.Close() }()
 		}
 	}()
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
-	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: []string{"h2"}})
+	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := c.ConnectionState()
 	c.Close()
-	if st.PeerCertificates[0].SerialNumber.Cmp(third.cert.SerialNumber) != 0 || st.NegotiatedProtocol != "h2" {
+	if st.PeerCertificates[0].SerialNumber.Cmp(third.Cert.SerialNumber) != 0 || st.NegotiatedProtocol != "h2" {
 		t.Errorf("the handshake presented %v over %q", st.PeerCertificates[0].SerialNumber, st.NegotiatedProtocol)
 	}
 
 	// Closing the listener ends the watching.
 	_ = tln.Close()
-	replace(t, certFile, first.certPEM)
-	replace(t, keyFile, first.keyPEM)
+	replace(t, certFile, first.CertPEM)
+	replace(t, keyFile, first.KeyPEM)
 	time.Sleep(3 * debounce)
-	if serial() != third.cert.SerialNumber.String() {
+	if serial() != third.Cert.SerialNumber.String() {
 		t.Error("a closed source still reloads")
 	}
 }
@@ -120,8 +119,8 @@ func TestWatchReloads(t *testing.T) {
 // TestPlainHTTPToTheTLSListener: a client speaking plain HTTP is told so.
 func TestPlainHTTPToTheTLSListener(t *testing.T) {
 	t.Parallel()
-	_, leaf := fresh(t)
-	cert, err := ParsePair(leaf.certPEM, leaf.keyPEM, "c", "k", time.Now())
+	_, leaf := certstest.PKI(t)
+	cert, err := ParsePair(leaf.CertPEM, leaf.KeyPEM, "c", "k", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/doppelproxy/doppel/internal/testutil/procmem"
 )
 
 // BenchmarkBatchEveryCharacter renders `q | batch(1) | list`, one group
@@ -38,23 +40,8 @@ func BenchmarkBatchEveryCharacter(b *testing.B) {
 					b.Fatalf("rendered %.100q, %v", out, err)
 				}
 			}
-			b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-RSS-MiB")
+			peak, _ := procmem.Peak(os.Getpid()) // 0 where /proc does not say
+			b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
 		})
 	}
-}
-
-// peakRSS is the process's peak resident memory (VmHWM), or 0 where
-// /proc does not say.
-func peakRSS(b *testing.B) int64 {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
