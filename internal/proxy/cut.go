@@ -43,8 +43,7 @@ func (c *connWriter) WriteHeader(code int) {
 
 func (c *connWriter) Write(b []byte) (int, error) {
 	c.answered = true
-	c.ex.boundWrites()
-	return c.ResponseWriter.Write(b)
+	return boundedWrite(c.ex, c.ResponseWriter, b)
 }
 
 func (c *connWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
@@ -123,6 +122,7 @@ func (ex *exchange) hijack(flush bool) net.Conn {
 		return nil
 	}
 	if flush {
+		ex.boundWrites()
 		_ = http.NewResponseController(ex.conn).Flush()
 	}
 	c, _, err := h.Hijack()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -193,6 +194,7 @@ func (ex *exchange) WriteHeader(code int) {
 			// Informational answers (100 Continue, 103 Early Hints; a mock's
 			// or a loss's 1xx too) pass at once and do not count as the
 			// response: what follows completes it, as 200 when nothing else.
+			ex.boundWrites()
 			ex.w.WriteHeader(code)
 			return
 		}
@@ -205,7 +207,9 @@ func (ex *exchange) WriteHeader(code int) {
 	}
 	if ex.journal != nil {
 		// Before anything of the answer leaves: once it does, the server
-		// discards what is left of the body.
+		// discards what is left of the body. Reading may answer 100
+		// Continue.
+		ex.boundWrites()
 		ex.readUnreadBody()
 	}
 	if ex.latency > 0 && time.Since(ex.start) < ex.latency && ex.mayHold(code) {
@@ -371,11 +375,33 @@ func (ex *exchange) Write(b []byte) (int, error) {
 	if c := ex.rec.ResponseBody; c != nil {
 		c.Add(b)
 	}
-	if ex.base == nil {
-		ex.boundWrites() // else the connection's writer does, under the faults'
+	if ex.base != nil {
+		return ex.w.Write(b) // the connection's writer bounds it, under the faults'
 	}
-	return ex.w.Write(b)
+	return boundedWrite(ex, ex.w, b)
 }
+
+// boundedWrite writes b to w in pieces of at most writePiece, moving the
+// write deadline before each: the deadline bounds a whole Write call, so a
+// large body written at once (a mock's) would cut a client that reads it
+// steadily but slowly.
+func boundedWrite(ex *exchange, w io.Writer, b []byte) (int, error) {
+	n := 0
+	for {
+		ex.boundWrites()
+		piece := b[n:min(len(b), n+writePiece)]
+		m, err := w.Write(piece)
+		n += m
+		if err != nil || n == len(b) {
+			return n, err
+		}
+	}
+}
+
+// writePiece is the most boundedWrite writes at once: a client is cut
+// only if it reads less than writePiece in writeStall (about 2 KiB a
+// second).
+const writePiece = 64 << 10
 
 // writeStall bounds how long a client may leave an answer unread: a write
 // to the connection that it does not take within writeStall fails, and
@@ -397,7 +423,7 @@ type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
 // stream's write deadline resets the stream when it passes, written to
 // or not, which would end long waits and quiet streams.
 func (ex *exchange) boundWrites() {
-	if ex.req.ProtoMajor != 1 {
+	if ex.req.ProtoMajor != 1 || ex.tunnel != nil { // a tunnel's connection waits as it likes
 		return
 	}
 	now := time.Now()

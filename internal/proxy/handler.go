@@ -387,6 +387,9 @@ func (h *Handler) finish(ex *exchange) {
 		h.logRequest(ex)
 		panic(http.ErrAbortHandler)
 	}
+	// What the server still writes (a stream's end, a fault's last
+	// bytes) is bounded from now, not from the last write.
+	ex.boundWrites()
 	if ex.base != nil && ex.answer != answerCut {
 		// A fault's writer may cut now; on HTTP/2 a cut aborts the
 		// handler, and the request is recorded first.

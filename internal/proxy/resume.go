@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // A parked answer's connection goes back to the server (hold.go has the
@@ -133,6 +134,12 @@ func (h *Handler) ResumeOn(srv *http.Server) {
 	srv.ConnState = func(c net.Conn, st http.ConnState) {
 		if rc, ok := c.(*resumedConn); ok && st != http.StateNew {
 			h.handedBack.remove(rc)
+		}
+		if st == http.StateIdle {
+			// The answer's write deadline (boundWrites) must not fall on
+			// what the server writes before the next request's handler:
+			// its 400 for a malformed request, say.
+			_ = c.SetWriteDeadline(time.Time{})
 		}
 		if prev != nil {
 			prev(c, st)
