@@ -58,7 +58,7 @@ func (ex *exchange) parkedAnswer(closing bool) []byte {
 			b.WriteString(strconv.Itoa(len(written)))
 			b.WriteString("\r\n")
 		}
-		if _, ok := hdr["Content-Type"]; !ok && len(written) > 0 {
+		if _, ok := hdr["Content-Type"]; !ok && len(written) > 0 && hdr.Get("Content-Encoding") == "" {
 			b.WriteString("Content-Type: ")
 			b.WriteString(http.DetectContentType(written))
 			b.WriteString("\r\n")

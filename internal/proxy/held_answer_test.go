@@ -39,6 +39,7 @@ func TestTheHeldAnswerIsNetHTTPs(t *testing.T) {
 		{name: "not modified", method: "GET", code: 304, header: http.Header{"Etag": {`"v1"`}}},
 		{name: "teapot", method: "GET", code: 418, body: "short and stout"},
 		{name: "unknown code", method: "GET", code: 599, body: "?"},
+		{name: "encoded, not sniffed", method: "GET", code: 200, header: http.Header{"Content-Encoding": {"gzip"}}, body: "\x1f\x8b\x08\x00"},
 		{name: "closing", method: "GET", code: 200, body: "last", closing: true},
 		{name: "closing, said already", method: "GET", code: 200, header: http.Header{"Connection": {"close"}}, body: "last", closing: true},
 	} {
